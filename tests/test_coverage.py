@@ -1,0 +1,103 @@
+"Exact engine vs Monte Carlo and brute force; bad input for pfwcp_nb.coverage."
+import warnings
+from itertools import product
+import numpy as np
+import pytest
+from scipy import stats
+from hypothesis import given, settings, strategies as st
+from pfwcp_nb.coverage import (wqb_cdf, wqb_sample, coverage_objective, beta_law_params, aggregation_weights,
+                               MAX_EXACT_K)
+
+
+@settings(max_examples=25, deadline=None)
+@given(K=st.integers(1, 20), seed=st.integers(0, 10**6))
+def test_exact_matches_monte_carlo(K, seed):
+    "Exact E[U] and P(U >= 1-alpha) within 5 standard errors of 20,000 draws, for random n_eff vectors."
+    rng = np.random.default_rng(seed)
+    n_eff = rng.uniform(1, 120, K)
+    beta, taus = rng.uniform(0.05, 0.4), np.array([0.0, rng.uniform(0, 0.5)])
+    draws = wqb_sample(beta, n_eff, taus, 20000, rng=rng)
+    E = coverage_objective([beta], n_eff, taus)[0]
+    se = draws.std(0) / np.sqrt(len(draws)) + 1e-12
+    assert np.all(np.abs(E - draws.mean(0)) <= 5 * se)
+    P = coverage_objective([beta], n_eff, taus, alpha=0.1)[0]
+    emp = (draws >= 0.9).mean(0)
+    assert np.all(np.abs(P - emp) <= 5 * np.sqrt(emp * (1 - emp) / len(draws)) + 2e-3)
+
+
+def test_cdf_brute_force_with_exact_threshold_ties():
+    "Weights whose partial sums hit 1 - tau exactly (0.1-multiples) are counted as reaching the level."
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        K = int(rng.integers(2, 9))
+        w = np.full(K, 1.0 / K) if rng.uniform() < 0.5 else rng.choice([0.1, 0.2, 0.3], size=K)
+        n_eff, beta = rng.uniform(2, 50, K), rng.uniform(0.05, 0.5, K)
+        for tau in [0.0, 0.2, 0.5, 0.7]:
+            u = rng.uniform(0.5, 1.0)
+            a, b = beta_law_params(beta, n_eff)
+            p = stats.beta(a, b).cdf(u)
+            ws = w / w.sum()
+            brute = sum(np.prod(np.where(S, p, 1 - p)) for S in map(np.array, product([0, 1], repeat=K))
+                        if ws[S.astype(bool)].sum() >= (1 - tau) - 1e-9)
+            assert abs(wqb_cdf([u], beta, n_eff, tau, weights=w)[0] - brute) < 1e-12
+
+
+def test_singular_beta_density_stays_accurate():
+    "b = beta (n_eff + 1) < 1: compare with the closed form E[Beta] = a/(a+b) for one agent."
+    for n_eff in [1.0, 2.0, 4.0, 7.0]:
+        for beta in [0.05, 0.1, 0.2]:
+            a, b = beta_law_params(beta, n_eff)
+            assert b < 1.8
+            E = coverage_objective([beta], [n_eff], [0.0])[0, 0]
+            assert abs(E - a / (a + b)) < 1e-7
+
+
+def test_equal_weights_order_statistic_mean():
+    "Equal weights, iid agents: E of the k-th order statistic by direct integration of the binomial tail."
+    K, n, beta = 9, 40.0, 0.15
+    a, b = beta_law_params(beta, n)
+    for tau in [0.0, 0.3, 0.6]:
+        k = int(np.ceil(K * (1 - tau)))
+        u = np.linspace(0, 1, 200001)
+        sf = stats.binom(K, stats.beta(a, b).cdf(u)).cdf(k - 1)      # P(k-th order stat > u)
+        ref = np.trapezoid(sf, u)
+        assert abs(coverage_objective([beta], np.full(K, n), [tau])[0, 0] - ref) < 1e-6
+
+
+def test_mc_engine_is_seeded():
+    n_eff = np.array([50., 20., 5.])
+    A = coverage_objective([0.1, 0.2], n_eff, [0.0, 0.3], engine="mc", n_rep=500, rng=1)
+    B = coverage_objective([0.1, 0.2], n_eff, [0.0, 0.3], engine="mc", n_rep=500, rng=1)
+    np.testing.assert_array_equal(A, B)
+
+
+def test_large_K_falls_back_with_warning():
+    with pytest.warns(UserWarning, match="Monte Carlo"):
+        coverage_objective([0.1], np.full(MAX_EXACT_K + 1, 30.0), [0.2], n_rep=200, rng=0)
+    with pytest.raises(ValueError, match="K <="):
+        wqb_cdf([0.5], 0.1, np.full(MAX_EXACT_K + 1, 30.0), 0.2)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: coverage_objective([0.1], [], [0.1]), "n_eff"),                 # K = 0
+    (lambda: coverage_objective([0.1], [10, -1], [0.1]), "n_eff"),
+    (lambda: coverage_objective([0.1], [10, np.nan], [0.1]), "n_eff"),
+    (lambda: coverage_objective([1.5], [10, 10], [0.1]), "beta"),
+    (lambda: coverage_objective([0.1], [10, 10], [1.0]), "tau"),
+    (lambda: coverage_objective([0.1], [10, 10], [-0.1]), "tau"),
+    (lambda: coverage_objective([0.1], [10, 10], [0.1], alpha=1.0), "alpha"),
+    (lambda: coverage_objective([0.1], [10, 10], [0.1], alpha=0.0), "alpha"),
+    (lambda: coverage_objective(np.ones((2, 3)) * 0.1, [10, 10], [0.1]), "beta"),
+    (lambda: coverage_objective([0.1], [10, 10], [0.1], weights=[1, 1, 1]), "weights"),
+    (lambda: coverage_objective([0.1], [10, 10], [0.1], weights=[0, 0]), "weights"),
+    (lambda: coverage_objective([0.1], [10, 10], [0.1], engine="magic"), "engine"),
+])
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_aggregation_weights_sum_to_one():
+    w = aggregation_weights([3.0, 1.0, 6.0])
+    assert abs(w.sum() - 1) < 1e-15
+    np.testing.assert_allclose(w, np.array([3.0, 1.0, 6.0]) / 10.0)

@@ -1,0 +1,98 @@
+"Property and bad-input tests for pfwcp_nb.quantiles (brute force against the definition)."
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st, assume
+from hypothesis.extra.numpy import arrays
+from pfwcp_nb.quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles, WQ_TOL
+
+
+def brute_quantile(v, w, level, w_inf):
+    "inf{x in support : F(x) >= level}, checking every candidate value literally (with the same tolerance)."
+    total = w.sum() + w_inf
+    for x in np.sort(np.unique(v)):
+        if w[v <= x].sum() >= level * total * (1 - WQ_TOL):
+            return x
+    return np.inf
+
+
+small_vals = arrays(np.float64, st.integers(1, 25), elements=st.integers(-5, 5).map(float))  # many ties
+
+
+@settings(max_examples=300, deadline=None)
+@given(v=small_vals, data=st.data())
+def test_matches_brute_force(v, data):
+    n = v.size
+    w = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.7]), min_size=n, max_size=n)))
+    assume(w.sum() > 0)
+    level = data.draw(st.sampled_from([0.1, 0.25, 0.5, 0.9, 1.0]) | st.floats(0.01, 1.0))
+    w_inf = data.draw(st.sampled_from([0.0, 1.0]) | st.floats(0, 10))
+    assert weighted_quantile(v, w, level, inf_weight=w_inf) == brute_quantile(v, w, level, w_inf)
+
+
+@settings(max_examples=100, deadline=None)
+@given(v=arrays(np.float64, st.integers(1, 30), elements=st.floats(-1e3, 1e3)), seed=st.integers(0, 10**6))
+def test_monotone_in_level_and_test_weight(v, seed):
+    rng = np.random.default_rng(seed)
+    w = rng.exponential(size=v.size)
+    levels = np.sort(rng.uniform(0.01, 1, size=8))
+    q = [weighted_quantile(v, w, l, inf_weight=0.5) for l in levels]
+    assert all(a <= b for a, b in zip(q, q[1:]))
+    tw = np.sort(rng.exponential(size=20))
+    qt = weighted_quantile(v, w, 0.8, inf_weight=tw)
+    assert np.all(qt[1:] >= qt[:-1])               # a heavier test weight never lowers the quantile (inf >= inf)
+
+
+@settings(max_examples=100, deadline=None)
+@given(v=arrays(np.float64, st.integers(1, 30), elements=st.floats(-1e3, 1e3)),
+       c=st.floats(1e-3, 1e3), seed=st.integers(0, 10**6))
+def test_scale_invariance(v, c, seed):
+    rng = np.random.default_rng(seed)
+    w, tw = rng.exponential(size=v.size), rng.exponential(size=5)
+    np.testing.assert_array_equal(weighted_quantile(v, w, 0.9, inf_weight=tw),
+                                  weighted_quantile(v, c * w, 0.9, inf_weight=c * tw))
+
+
+@settings(max_examples=200, deadline=None)
+@given(w=arrays(np.float64, st.integers(1, 50), elements=st.floats(0, 1e6)))
+def test_neff_bounds(w):
+    assume(w.max() > 0)
+    ne = effective_sample_size(w)
+    assert 1 - 1e-9 <= ne <= (w > 0).sum() + 1e-9
+
+
+def test_quantile_of_quantiles_equals_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        K = int(rng.integers(1, 12))
+        Q = rng.choice([1.0, 2.0, 3.0, np.inf], size=K)
+        w = rng.choice([0.0, 0.1, 0.25, 1 / 3], size=K)
+        if w.sum() == 0:
+            continue
+        lev = float(rng.choice([1.0, 0.9, 0.5, rng.uniform(0.01, 1)]))
+        assert quantile_of_quantiles(Q, w, lev) == brute_quantile(Q, w, lev, 0.0)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(values=[1., 2.], weights=[1., np.nan], level=0.5), "weights.*NaN"),
+    (dict(values=[1., 2.], weights=[1., -1.], level=0.5), "weights.*negative"),
+    (dict(values=[1., 2.], weights=[0., 0.], level=0.5), "weights.*all zero"),
+    (dict(values=[1., 2.], weights=[1., 1., 1.], level=0.5), "weights.*length"),
+    (dict(values=[], weights=[], level=0.5), "empty"),
+    (dict(values=[1., 2.], weights=[1., 1.], level=0.0), "level"),
+    (dict(values=[1., 2.], weights=[1., 1.], level=1.5), "level"),
+    (dict(values=[1., np.nan], weights=[1., 1.], level=0.5), "values.*NaN"),
+    (dict(values=[1., 2.], weights=[1., 1.], level=0.5, inf_weight=-1.0), "inf_weight"),
+    (dict(values=[1., 2.], weights=[1., 1.], level=0.5, inf_weight=np.ones((2, 2))), "inf_weight"),
+])
+def test_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        weighted_quantile(**kwargs)
+
+
+def test_bad_input_other_functions():
+    with pytest.raises(ValueError, match="weights"):
+        effective_sample_size([0.0, 0.0])
+    with pytest.raises(ValueError, match="quantiles"):
+        quantile_of_quantiles([1.0, np.nan], [1, 1], 0.5)
+    with pytest.raises(ValueError, match="length"):
+        quantile_of_quantiles([1.0, 2.0], [1, 1, 1], 0.5)
