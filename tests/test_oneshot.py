@@ -1,0 +1,200 @@
+"osPFWCP (`pfwcp_nb.oneshot`): the beta^k identity, the tau grid, the row-wise search, vectorisation, bad input."
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pfwcp_nb.coverage import coverage_objective
+from pfwcp_nb.oneshot import OneShotPFWCP, local_levels, oneshot_tau_grid, select_tau_rows
+from pfwcp_nb.pfwcp import AgentCalibration, OneShotMessage
+from pfwcp_nb.procedure import FEAS_TOL, select_quantiles
+from pfwcp_nb.quantiles import quantile_of_quantiles, weighted_quantile
+
+
+def make_agents(K=5, n=80, seed=0):
+    rng = np.random.default_rng(seed)
+    out = [AgentCalibration(rng.gamma(2.0, size=n))]
+    for k in range(1, K):
+        out.append(AgentCalibration(rng.gamma(2.0, size=n) * (1 + 0.1 * k), rng.lognormal(0, 0.7, size=n)))
+    return out
+
+
+def test_oneshot_message_fields():
+    rng = np.random.default_rng(0)
+    s, w = rng.normal(size=60), rng.lognormal(size=60)
+    m = AgentCalibration(s, w).oneshot_message(0.2)
+    assert isinstance(m, OneShotMessage)
+    assert set(vars(m)) == {"quantile", "weight_total", "weight_above", "n_eff", "beta_breve"}
+    assert m.quantile == weighted_quantile(s, w, 0.8)
+    assert m.weight_above == pytest.approx(w[s > m.quantile].sum())
+    assert m.weight_total == pytest.approx(w.sum())
+    assert m.weight_above <= 0.2 * w.sum() * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_beta_k_identity(seed):
+    # Q-breve^k equals the PFWCP local quantile Q^k_{beta^k}(X), with the +inf atom, for every test weight
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 120))
+    s = rng.normal(size=n) if seed % 2 else rng.integers(0, 10, size=n).astype(float)   # ties too
+    w = rng.lognormal(size=n) if seed < 3 else rng.integers(1, 4, size=n).astype(float)  # exact sums too
+    bb = float(rng.uniform(0.05, 0.5))
+    msg = AgentCalibration(s, w).oneshot_message(bb)
+    tw = np.concatenate([[0.0, 1.0, 2.0], rng.lognormal(0, 2, size=60)])
+    b = local_levels([msg], tw[:, None])[:, 0]
+    np.testing.assert_allclose(b, (tw + msg.weight_above) / (msg.weight_total + tw))
+    for bj, t in zip(b, tw):
+        assert weighted_quantile(s, w, 1 - bj, inf_weight=t) == msg.quantile
+
+
+def test_tau_grid():
+    np.testing.assert_allclose(oneshot_tau_grid(np.full(10, 0.1)), np.linspace(0, 0.9, 51), atol=1e-15)
+    np.testing.assert_array_equal(oneshot_tau_grid([3.0]), [0.0])
+    g = oneshot_tau_grid([4.0, 2.0, 1.0, 1.0])
+    assert g.size == 51 and g[0] == 0 and g[-1] == pytest.approx(0.5) and np.all(np.diff(g) > 0)
+
+
+def test_select_tau_rows():
+    obj = np.array([[0.95, 0.93, 0.93, 0.88],
+                    [0.85, 0.80, 0.70, 0.60],
+                    [0.9 - FEAS_TOL / 2, 0.5, 0.4, 0.3],
+                    [0.99, 0.99, 0.99, 0.99]])
+    idx, ok = select_tau_rows(obj, 0.9)
+    np.testing.assert_array_equal(idx, [1, 0, 0, 0])
+    np.testing.assert_array_equal(ok, [True, False, True, True])
+
+
+def test_vectorised_selection_equals_pointwise():
+    agents = make_agents()
+    rng = np.random.default_rng(1)
+    TW = np.column_stack([np.ones(12), rng.lognormal(0, 1, size=(12, 4))])
+    for delta in (None, 0.1):
+        model = OneShotPFWCP(0.1, delta).calibrate(agents)
+        sel = model.select(TW)
+        crit_alpha = None if delta is None else 0.1
+        target = 0.9
+        for j in range(12):
+            obj = coverage_objective(sel.betas[j][None, :], model.n_eff_, model.taus_, crit_alpha,
+                                     weights=model.agg_weights_)[0]
+            feas = obj >= target - FEAS_TOL
+            if feas.any():
+                best = obj[feas].min()
+                expect = np.flatnonzero(feas & (obj <= best + 1e-12))[0]
+            else:
+                expect = int(np.argmax(obj >= obj.max() - 1e-12))
+            assert sel.index[j] == expect and sel.feasible[j] == feas.any()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = model.threshold(TW)
+        qb = np.array([m.quantile for m in model.messages_])
+        for j in range(12):
+            assert q[j] == quantile_of_quantiles(qb, model.agg_weights_, 1 - sel.tau[j])
+
+
+def test_single_agent_ccc_matches_beta_tail():
+    # K = 1: tau grid {0}; feasible iff P(U >= 1-alpha) >= 1-delta for U ~ Beta((1-b^1)(n+1), b^1(n+1))
+    rng = np.random.default_rng(2)
+    s = rng.normal(size=300)
+    a = AgentCalibration(s)
+    model = OneShotPFWCP(0.1, 0.1).calibrate([a], beta_breve=0.05)
+    np.testing.assert_array_equal(model.taus_, [0.0])
+    sel = model.select(np.ones((1, 1)))
+    n = 300.0
+    b1 = (1.0 + model.messages_[0].weight_above) / (n + 1.0)
+    assert sel.betas[0, 0] == pytest.approx(b1)
+    assert sel.value[0] == pytest.approx(stats.beta.sf(0.9, (1 - b1) * (n + 1), b1 * (n + 1)), abs=1e-9)
+    assert sel.feasible[0] == (sel.value[0] >= 0.9)
+    assert model.threshold(np.ones((1, 1)))[0] == weighted_quantile(s, np.ones(300), 0.95)
+
+
+def test_default_beta_breve_is_procedure_1_and_infeasible_handling():
+    agents = make_agents()
+    model = OneShotPFWCP(0.1).calibrate(agents)
+    ch = select_quantiles([a.summary().n_eff for a in agents], 0.1)
+    assert model.beta_breve_ == ch.beta and model.beta_choice_.tau == ch.tau
+    # huge test weights push beta^k to ~1 for agents 1..K-1: no tau is feasible
+    TW = np.column_stack([np.ones(3), np.full((3, 4), 1e9)])
+    with pytest.warns(UserWarning, match="no feasible tau"):
+        q = model.threshold(TW)
+    np.testing.assert_array_equal(q, np.full(3, model.tau_thresholds_[0]))
+    strict = OneShotPFWCP(0.1, on_infeasible="inf").calibrate(agents)
+    with pytest.warns(UserWarning, match="no feasible tau"):
+        assert np.isinf(strict.threshold(TW)).all()
+
+
+def test_singular_beta_density_is_accurate():
+    # beta^k (n_eff + 1) < 1: the Beta density of agent k is singular at 1. Exact E[U] must agree with a large MC.
+    n_eff = np.array([3.0, 2.0, 5.0])
+    betas = np.array([[0.1, 0.05, 0.12]])                  # b(n+1) = 0.4, 0.15, 0.72
+    taus = np.array([0.0, 0.3])
+    ex = coverage_objective(betas, n_eff, taus)[0]
+    rng = np.random.default_rng(0)
+    a_, b_ = (1 - betas[0]) * (n_eff + 1), betas[0] * (n_eff + 1)
+    U = rng.beta(a_, b_, size=(400_000, 3))
+    w = n_eff / n_eff.sum()
+    for j, t in enumerate(taus):
+        V = quantile_of_quantiles(U, w, 1 - t)
+        se = V.std() / np.sqrt(V.size)
+        assert abs(ex[j] - V.mean()) < 4 * se + 1e-5
+
+
+@pytest.mark.parametrize("n", [1.0, 3.0, 9.0, 40.0])
+def test_singular_beta_density_single_agent_exact(n):
+    # one agent: E[U] = 1 - beta exactly, also when beta (n + 1) < 1 (density singular at 1)
+    betas = np.array([0.05, 0.2, 0.5, 0.9]) / (n + 1)
+    ex = coverage_objective(betas, [n], [0.0])[:, 0]
+    np.testing.assert_allclose(ex, 1 - betas, rtol=0, atol=1e-5)
+
+
+def test_mc_engine_runs_and_is_reproducible():
+    agents = make_agents()
+    TW = np.column_stack([np.ones(4), np.full((4, 4), 0.7)])
+    a = OneShotPFWCP(0.1, 0.1, engine="mc", n_rep=500, seed=5).calibrate(agents, beta_breve=0.15).select(TW)
+    b = OneShotPFWCP(0.1, 0.1, engine="mc", n_rep=500, seed=5).calibrate(agents, beta_breve=0.15).select(TW)
+    np.testing.assert_array_equal(a.value, b.value)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: OneShotPFWCP(alpha=1.0), "alpha"),
+    (lambda: OneShotPFWCP(0.1, delta=0.0), "delta"),
+    (lambda: OneShotPFWCP(0.1, engine="quick"), "engine"),
+    (lambda: OneShotPFWCP(0.1, on_infeasible="zero"), "on_infeasible"),
+    (lambda: OneShotPFWCP(0.1).calibrate([]), "agents"),
+    (lambda: OneShotPFWCP(0.1).calibrate(make_agents(), beta_breve=1.5), "beta_breve"),
+    (lambda: OneShotPFWCP(0.1, agg_weights=[1.0, 2.0]).calibrate(make_agents(), beta_breve=0.2), "weights"),
+    (lambda: OneShotPFWCP(0.1).select(np.ones((2, 5))), "calibrate"),
+    (lambda: OneShotPFWCP(0.1).calibrate(make_agents()).threshold(np.ones((2, 4))), "test_weights"),
+    (lambda: OneShotPFWCP(0.1).calibrate(make_agents()).threshold(-np.ones((2, 5))), "test_weights"),
+    (lambda: oneshot_tau_grid([]), "agg_weights"),
+    (lambda: oneshot_tau_grid([1.0], n_steps=0), "n_steps"),
+    (lambda: local_levels([], np.ones((2, 1))), "messages"),
+    (lambda: AgentCalibration([1.0, 2.0]).oneshot_message(0.0), "beta_breve"),
+])
+def test_bad_input(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_gaussian_shift_ccc_criterion_covers():
+    # statistical check, seeded: one-shot with the CCC criterion on the severe Gaussian shift (oracle weights);
+    # its marginal coverage over 100 calibration draws must reach 1 - alpha (up to 0.01)
+    K, d, n, m = 11, 10, 100, 1000
+    rng = np.random.default_rng(0)
+    g = np.zeros((K, d))
+    g[0, :2] = rng.uniform(-1.0, -0.5, 2)
+    g[1:, 2:] = rng.uniform(-0.7, 0.7, (K - 1, d - 2))
+    ow = lambda X: np.exp(X @ (g[0] - g).T - 0.5 * (g[0] @ g[0] - np.sum(g * g, axis=1)))
+    score = lambda X: 0.1 * np.abs(X.sum(axis=1))
+    cov = []
+    for _ in range(100):
+        agents = []
+        for k in range(K):
+            X = g[k] + rng.standard_normal((n, d))
+            agents.append(AgentCalibration(score(X), np.ones(n) if k == 0 else ow(X)[:, k]))
+        Xt = g[0] + rng.standard_normal((m, d))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = OneShotPFWCP(0.1, 0.1).calibrate(agents).threshold(ow(Xt))
+        cov.append(np.mean(score(Xt) <= q))
+    assert np.mean(cov) >= 0.9 - 0.01
