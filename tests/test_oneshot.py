@@ -57,11 +57,11 @@ def test_tau_grid():
 
 def test_select_tau_rows():
     obj = np.array([[0.95, 0.93, 0.93, 0.88],
-                    [0.85, 0.80, 0.70, 0.60],
+                    [0.85, 0.85, 0.70, 0.60],
                     [0.9 - FEAS_TOL / 2, 0.5, 0.4, 0.3],
                     [0.99, 0.99, 0.99, 0.99]])
     idx, ok = select_tau_rows(obj, 0.9)
-    np.testing.assert_array_equal(idx, [1, 0, 0, 0])
+    np.testing.assert_array_equal(idx, [2, 0, 0, 3])
     np.testing.assert_array_equal(ok, [True, False, True, True])
 
 
@@ -80,9 +80,9 @@ def test_vectorised_selection_equals_pointwise():
             feas = obj >= target - FEAS_TOL
             if feas.any():
                 best = obj[feas].min()
-                expect = np.flatnonzero(feas & (obj <= best + 1e-12))[0]
+                expect = np.flatnonzero(feas & (obj <= best + 1e-12))[-1]
             else:
-                expect = int(np.argmax(obj >= obj.max() - 1e-12))
+                expect = np.flatnonzero(obj >= obj.max() - 1e-12)[0]
             assert sel.index[j] == expect and sel.feasible[j] == feas.any()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

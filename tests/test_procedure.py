@@ -23,9 +23,13 @@ def test_paper_grid_matches_the_paper():
 
 def test_single_agent_is_split_conformal_knife_edge_and_ties():
     # K = 1: U^(tau) = U_1 for every tau, E[U] = 1 - beta exactly. The best feasible cell is beta = alpha
-    # (E[U] = 1 - alpha: a knife edge), all taus tie, and the tie-break takes tau = 0.
+    # (E[U] = 1 - alpha: a knife edge), all taus tie, and the tie-break takes the largest tau, 1/2; with one agent
+    # every tau gives the same threshold.
     res = select_quantiles([99.0], 0.1)
-    assert res.feasible and res.beta == 0.1 and res.tau == 0.0
+    assert res.feasible and res.beta == 0.1 and res.tau == 0.5
+    Q = np.random.default_rng(0).normal(size=(50, 1))
+    for t in res.grid[1]:
+        np.testing.assert_array_equal(quantile_of_quantiles(Q, [1.0], 1 - t), Q[:, 0])
     b, _ = res.grid
     np.testing.assert_allclose(res.objective, np.repeat((1 - b)[:, None], 22, axis=1), atol=FEAS_TOL)
 
@@ -37,7 +41,7 @@ def test_single_agent_ccc_matches_beta_tail():
     ccov = stats.beta.sf(1 - alpha, (1 - b) * (n + 1), b * (n + 1))   # P(U >= 1 - alpha), independent of tau
     feas = ccov >= 1 - delta - FEAS_TOL
     best = np.argmin(np.where(feas, ccov, np.inf))
-    assert res.beta == pytest.approx(b[best]) and res.tau == 0.0
+    assert res.beta == pytest.approx(b[best]) and res.tau == 0.25          # taus tie for K = 1: the largest
     assert res.value == pytest.approx(ccov[best], abs=1e-9)
 
 
@@ -76,7 +80,7 @@ def test_ties_give_identical_thresholds():
     assert tied.sum() > 1                                  # the situation actually occurs
     assert np.all(tied.any(axis=1) == (np.arange(b.size) == i))   # only along tau, never across beta
     taus_tied = t[tied[i]]
-    assert res.tau == taus_tied.min()
+    assert res.tau == taus_tied.max()
     levels = aggregate_level(res.weights, taus_tied)
     assert np.all(levels == levels[0])
     Q = np.random.default_rng(1).exponential(size=(2000, K))
@@ -92,7 +96,7 @@ def test_ties_give_identical_thresholds():
 def test_select_cell_rule():
     obj = np.array([[0.95, 0.92, 0.92, 0.85],
                     [0.93, 0.91, 0.91 + TIE_TOL / 10, 0.80]])
-    assert select_cell(obj, [0.1, 0.2], [0.0, 0.1, 0.2, 0.3], 0.9) == (1, 1, True)
+    assert select_cell(obj, [0.1, 0.2], [0.0, 0.1, 0.2, 0.3], 0.9) == (1, 2, True)
     both = np.array([[0.91, 0.95], [0.91 + TIE_TOL / 10, 0.93]])          # tie across betas
     assert select_cell(both, [0.1, 0.2], [0.0, 0.1], 0.9) == (1, 0, True)
     assert select_cell(both, [0.2, 0.1], [0.0, 0.1], 0.9) == (0, 0, True)   # the rule is on values, not positions
@@ -105,7 +109,13 @@ def test_infeasible_returns_most_conservative_with_warning():
     with pytest.warns(UserWarning, match="no grid cell"):
         res = select_quantiles([5.0, 4.0, 3.0], 0.1, 0.01)
     assert not res.feasible and res.value == res.objective.max()
-    assert res.beta == res.grid[0].max() or res.tau == 0.0
+    r, t = np.nonzero(res.objective >= res.value - TIE_TOL)        # among tied maxima: smallest beta, then tau
+    b, tt = res.grid
+    first = np.lexsort((tt[t], b[r]))[0]
+    assert (res.beta, res.tau) == (b[r[first]], tt[t[first]])
+    obj = np.array([[0.5, 0.5], [0.5, 0.4]])
+    assert select_cell(obj, [0.1, 0.2], [0.0, 0.3], 0.9) == (0, 0, False)
+    assert select_cell(obj, [0.2, 0.1], [0.3, 0.0], 0.9) == (1, 0, False)   # smallest beta first
 
 
 def test_mc_engine_is_reproducible_and_close_to_exact():
