@@ -1,0 +1,340 @@
+"Tests of pfwcp_nb.baselines: every method on toy draws, hand-computed cases, statistical sanity, bad input."
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+from hypothesis import given, settings, strategies as st
+
+from pfwcp_nb.baselines import (CalibrationDraw, METHODS, ORACLE_METHODS, WEIGHTED_METHODS, get_method, run_method,
+                                ccc_alpha, qq_grid, qq_choice, cp, fcp, fcp_qq, fwcp, fwcp_qq, fglcp, pfwcp, ospfwcp,
+                                ospfwglcp, Localizer, FoldedNormalSampler, localized_fields, fit_localizer,
+                                oracle_fwcp_weights, fwcp_fields, toy_draw, _platt_fit)
+from pfwcp_nb.data import make_federation
+from pfwcp_nb.pfwcp import AgentCalibration, PFWCP
+from pfwcp_nb.oneshot import OneShotPFWCP
+
+PAPER_NAMES = ["CP", "FCP", "FCP-QQ", "FWCP", "FWCP-QQ", "FGLCP", "PFWCP", "osPFWCP", "osPFWGLCP"]
+
+
+def simple(scores, m=3, **kw):
+    "A regression draw with unit weights."
+    scores = [np.asarray(s, dtype=float) for s in scores]
+    return CalibrationDraw("regression", scores, [np.ones(s.size) for s in scores], np.ones((m, len(scores))),
+                           np.zeros(m), **kw)
+
+
+def kth(values, k):
+    "k-th smallest (1-based), +inf beyond the sample."
+    v = np.sort(np.asarray(values, dtype=float))
+    return v[k - 1] if k <= v.size else np.inf
+
+
+@pytest.fixture(scope="module")
+def draw():
+    return toy_draw(0, m=25)
+
+
+# ---------------------------------------------------------------- interface
+def test_registry_has_the_paper_names():
+    assert list(METHODS) == PAPER_NAMES
+    assert set(ORACLE_METHODS) == {f"{m}-oracle" for m in WEIGHTED_METHODS}
+    for name in ORACLE_METHODS:
+        assert get_method(name) is METHODS[name.replace("-oracle", "")]
+
+
+@pytest.mark.parametrize("name", PAPER_NAMES)
+@pytest.mark.parametrize("delta", [None, 0.1])
+def test_every_method_returns_thresholds(draw, name, delta):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = run_method(draw, name, 0.1, delta)
+    assert t.shape == (draw.m,)
+    assert not np.any(np.isnan(t)) and np.all(t >= 0)
+    if name not in WEIGHTED_METHODS:   # weighted local quantiles may be +inf for atypical test points
+        assert np.all(np.isfinite(t)), "the toy draw is large enough for finite thresholds"
+
+
+def test_ccc_variants_are_not_smaller_for_pooled_and_local_methods(draw):
+    for name in ["CP", "FCP", "FWCP", "FGLCP"]:
+        assert np.all(run_method(draw, name, 0.1, 0.1) >= run_method(draw, name, 0.1) - 1e-12), name
+
+
+# ---------------------------------------------------------------- CCC adjustment
+@pytest.mark.parametrize("n,alpha,delta", [(100, 0.1, 0.1), (1100, 0.1, 0.1), (9, 0.2, 0.3), (50, 0.05, 0.2)])
+def test_ccc_alpha_is_the_largest_root(n, alpha, delta):
+    a = ccc_alpha(alpha, delta, n)
+    F = lambda x: stats.beta.cdf(1 - alpha, (1 - x) * (n + 1), x * (n + 1))
+    assert 0 < a < alpha
+    assert F(a) <= delta < F(a * (1 + 1e-8))
+
+
+def test_ccc_alpha_grows_with_n():
+    a = [ccc_alpha(0.1, 0.1, n) for n in (20, 100, 1000, 10000)]
+    assert np.all(np.diff(a) > 0) and a[-1] < 0.1
+
+
+# ---------------------------------------------------------------- CP / FCP by hand
+def test_cp_n9():
+    d = simple([np.arange(1.0, 10.0)])
+    np.testing.assert_array_equal(cp(d, 0.1), np.full(3, 9.0))           # ceil(0.9 * 10) = 9th of 9
+    np.testing.assert_array_equal(cp(d, 0.05), np.full(3, np.inf))      # the 10th: the +inf atom
+    np.testing.assert_array_equal(cp(d, 0.3), np.full(3, 7.0))          # ceil(0.7 * 10) = 7
+
+
+def test_cp_ccc_by_hand():
+    rng = np.random.default_rng(3)
+    s = rng.exponential(size=200)
+    d = simple([s])
+    a = ccc_alpha(0.1, 0.1, 200)
+    assert cp(d, 0.1, 0.1)[0] == kth(s, int(np.ceil((1 - a) * 201 - 1e-9)))
+
+
+def test_cp_uses_only_agent0():
+    d1 = simple([np.arange(1.0, 10.0), np.full(50, 100.0)])
+    d2 = simple([np.arange(1.0, 10.0), np.full(50, -100.0)])
+    np.testing.assert_array_equal(cp(d1, 0.1), cp(d2, 0.1))
+
+
+def test_fcp_pooled_equal_weights():
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=n) for n in (7, 12, 30)]
+    d = simple(parts)
+    pooled = np.concatenate(parts)
+    N = pooled.size
+    for alpha in (0.05, 0.1, 0.3):
+        assert fcp(d, alpha)[0] == kth(pooled, int(np.ceil((1 - alpha) * (N + 1) - 1e-9)))
+    a = ccc_alpha(0.1, 0.1, N)
+    assert fcp(d, 0.1, 0.1)[0] == kth(pooled, int(np.ceil((1 - a) * (N + 1) - 1e-9)))
+
+
+# ---------------------------------------------------------------- FCP-QQ
+def test_qq_grid_covers_every_order_statistic():
+    for K in (1, 2, 7, 11, 30):
+        betas, taus = qq_grid(K)
+        ts = np.ceil(K * (1 - taus) - 1e-9).astype(int)
+        assert sorted(ts) == list(range(1, K + 1))
+        assert betas.min() > 0 and betas.max() < 1 and np.all((taus >= 0) & (taus < 1))
+
+
+def test_fcp_qq_K1_is_cp():
+    s = np.random.default_rng(1).gamma(2, size=99)
+    d = simple([s])
+    np.testing.assert_array_equal(fcp_qq(d, 0.1), cp(d, 0.1))
+    ch = qq_choice([99], 0.1, 0.1)          # K = 1: P(U >= 1-alpha) >= 1-delta  <=>  beta <= alpha*
+    a_star = ccc_alpha(0.1, 0.1, 99)
+    betas = qq_grid(1)[0]
+    assert ch.beta == betas[betas <= a_star].max()
+
+
+def test_fcp_qq_is_the_order_statistic_of_local_quantiles():
+    rng = np.random.default_rng(2)
+    parts = [rng.normal(loc=k, size=60) for k in range(5)]
+    d = simple(parts)
+    for delta in (None, 0.1):
+        ch = qq_choice(d.n, 0.1, delta)
+        t = int(np.ceil(5 * (1 - ch.tau) - 1e-9))
+        local = [kth(p, int(np.ceil((1 - ch.beta) * 61 - 1e-9))) for p in parts]
+        assert fcp_qq(d, 0.1, delta)[0] == kth(local, t)
+
+
+def test_fcp_qq_choice_reaches_its_target_exactly():
+    ch = qq_choice([100] * 11, 0.1)
+    # E[U_(t)] of the order statistic, independently by numerical integration of 1 - P(U_(t) <= u)
+    t = int(np.ceil(11 * (1 - ch.tau) - 1e-9))
+    u = np.linspace(0, 1, 200001)
+    Fk = stats.beta.cdf(u, (1 - ch.beta) * 101, ch.beta * 101)
+    P_le = stats.binom.sf(t - 1, 11, Fk)                # P(at least t of the 11 are <= u)
+    EU = np.trapezoid(1 - P_le, u)
+    assert abs(EU - ch.value) < 1e-6 and EU >= 0.9 - 1e-6
+
+
+def test_fcp_qq_infeasible_branch_returns_inf():
+    d = simple([np.arange(10000.0), np.arange(10000.0)])
+    # n = 10^4: every Beta law of the grid sits within ~0.002 of 1 - beta <= 1 - 1/400, so E[U] < 1 - 1e-4
+    with pytest.warns(UserWarning, match="trivial set"):
+        t = fcp_qq(d, 1e-4)
+    np.testing.assert_array_equal(t, np.full(3, np.inf))
+
+
+# ---------------------------------------------------------------- FWCP
+def test_fwcp_constant_weights_equal_fcp():
+    rng = np.random.default_rng(4)
+    parts = [rng.normal(size=n) for n in (20, 30)]
+    d = simple(parts, fwcp_cal_weights=[np.full(20, 2.5), np.full(30, 2.5)], fwcp_test_weights=np.full(3, 2.5))
+    for delta in (None, 0.1):
+        np.testing.assert_array_equal(fwcp(d, 0.1, delta), fcp(d, 0.1, delta))
+        np.testing.assert_array_equal(fwcp_qq(d, 0.1, delta), fcp_qq(d, 0.1, delta))
+
+
+def test_fwcp_weighted_by_hand():
+    # scores 1..4 with weights 1,1,1,5 and test weight 2: total 10; F(3) = 0.3, F(4) = 0.8
+    d = simple([np.array([1.0, 2.0, 3.0, 4.0])], m=2, fwcp_cal_weights=[np.array([1.0, 1.0, 1.0, 5.0])],
+               fwcp_test_weights=np.array([2.0, 20.0]))
+    t = fwcp(d, 0.2)                  # level 0.8: test weight 2 -> 4.0; test weight 20 (total 28) -> +inf
+    np.testing.assert_array_equal(t, [4.0, np.inf])
+
+
+def test_oracle_fwcp_weights_gaussian_against_densities():
+    fed = make_federation("gaussian", "severe", K=4, seed=1)
+    X = fed.sample(2, 9, 0)[0]
+    p = np.stack([stats.multivariate_normal(fed.shift["means"][k], np.eye(10)).pdf(X) for k in range(4)])
+    np.testing.assert_allclose(oracle_fwcp_weights(fed, X), p[0] / p[1:].mean(axis=0), rtol=1e-9)
+
+
+def test_oracle_fwcp_weights_tilting_against_pool_probabilities():
+    import os
+    from pfwcp_nb.data import data_path
+    try:
+        data_path("airfoil")
+    except FileNotFoundError:
+        if os.environ.get("PFWCP_REQUIRE_DATA") == "1":
+            raise
+        pytest.skip("airfoil data not available (set PFWCP_DATA_DIR)")
+    fed = make_federation("airfoil", "severe", K=4, seed=0)
+    X, _, info = fed.sample(1, 15, 0, return_info=True)
+    idx = info["index"]
+    p = np.stack([fed.tilting_probabilities(k)[idx] for k in range(4)])
+    np.testing.assert_allclose(oracle_fwcp_weights(fed, X), p[0] / p[1:].mean(axis=0), rtol=1e-8)
+
+
+# ---------------------------------------------------------------- localizer
+@settings(max_examples=40, deadline=None)
+@given(a=st.floats(0.3, 3.0), b=st.floats(-1.5, 1.5), q=st.floats(0.0, 1.0), M=st.integers(2, 60))
+def test_localizer_inverse_is_the_sublevel_set(a, b, q, M):
+    loc = Localizer(FoldedNormalSampler(0.1, 1.0), n_samples=M, platt=(a, b))
+    X = np.full((4, 1), 5.0)
+    Z = loc.sorted_samples(X)
+    t = loc.inverse_from_samples(Z, q)
+    grid = np.sort(np.r_[np.linspace(0, 5, 501), Z.ravel() - 1e-9, Z.ravel() + 1e-9]).clip(0)
+    F = loc.cdf_from_samples(Z, np.tile(grid, (4, 1)))
+    assert np.array_equal(F <= q, np.tile(grid, (4, 1)) < t[:, None])
+
+
+def test_localizer_cdf_monotone_and_open_unit_interval():
+    loc = Localizer(FoldedNormalSampler(0.1, 0.5), n_samples=30, platt=(1.3, 0.2))
+    X = np.random.default_rng(0).normal(size=(6, 10))
+    s = np.tile(np.linspace(0, 3, 50), (6, 1))
+    F = loc.cdf(X, s)
+    assert np.all(np.diff(F, axis=1) >= 0) and np.all((F > 0) & (F < 1))
+    assert np.all(np.isinf(loc.inverse(X, 1.0)))
+
+
+def test_platt_fit_recovers_known_map():
+    rng = np.random.default_rng(0)
+    G = rng.uniform(0.01, 0.99, size=40000)
+    y = rng.random(G.size) < 1 / (1 + np.exp(-(1.8 * np.log(G / (1 - G)) - 0.5)))
+    a, b = _platt_fit(G, y)
+    assert abs(a - 1.8) < 0.06 and abs(b + 0.5) < 0.06
+
+
+def test_fit_localizer_small_run():
+    fed = make_federation("gaussian", "severe", K=3, seed=0)
+    rng = np.random.default_rng(0)
+    Xs, ss = [], []
+    for k in range(3):
+        X, y = fed.sample(k, 60, rng)
+        Xs.append(X); ss.append(np.abs(y + 0.3 * rng.standard_normal(60) - 0.9 * X.sum(1)))
+    loc = fit_localizer(Xs, ss, seed=0, epochs=30, n_samples=50, progress=False)
+    assert loc.platt[0] > 0 and loc.info["n_platt"] == 18
+    X0 = fed.sample(0, 5, 1)[0]
+    F = loc.cdf(X0, np.tile(np.linspace(0, 2, 20), (5, 1)))
+    assert np.all(np.diff(F, axis=1) >= 0)
+    # same seed, same localizer output
+    loc2 = fit_localizer(Xs, ss, seed=0, epochs=30, n_samples=50, progress=False)
+    np.testing.assert_allclose(loc2.cdf(X0, np.ones(5)), loc.cdf(X0, np.ones(5)))
+
+
+def test_fglcp_with_identity_localizer_matches_the_definition():
+    d = toy_draw(2, m=10)
+    s = d.loc_cal_scores[0]
+    q = kth(s, int(np.ceil(0.9 * (s.size + 1) - 1e-9)))
+    np.testing.assert_array_equal(fglcp(d, 0.1), d.loc_inverse(np.full(d.m, q)))
+
+
+# ---------------------------------------------------------------- thin wrappers
+def test_wrappers_call_the_estimators(draw):
+    agents = [AgentCalibration(s, w) for s, w in zip(draw.cal_scores, draw.cal_weights)]
+    for delta in (None, 0.1):
+        np.testing.assert_array_equal(pfwcp(draw, 0.1, delta),
+                                      PFWCP(0.1, delta, seed=0).calibrate(agents).threshold(draw.test_weights))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            np.testing.assert_array_equal(
+                ospfwcp(draw, 0.1, delta), OneShotPFWCP(0.1, delta, seed=0).calibrate(agents).threshold(draw.test_weights))
+
+
+# ---------------------------------------------------------------- statistics on toy draws (oracle weights)
+def test_marginal_coverage_on_toy_draws():
+    names = ["CP", "FCP-QQ", "PFWCP"]
+    cov = {n: [] for n in names}
+    for i in range(80):
+        d = toy_draw(1000 + i, m=150)
+        for n in names:
+            cov[n].append(np.mean(d.test_scores <= run_method(d, n, 0.1)))
+    mc = {n: float(np.mean(v)) for n, v in cov.items()}
+    assert mc["PFWCP"] >= 0.89, mc
+    assert mc["CP"] >= 0.88, mc
+    assert mc["FCP-QQ"] < 0.9 and mc["FCP-QQ"] < mc["PFWCP"] - 0.02, mc   # pooling ignores the shift
+
+
+# ---------------------------------------------------------------- bad input
+def test_unknown_method_lists_valid_names(draw):
+    with pytest.raises(ValueError, match="valid names.*'CP'.*'osPFWGLCP'"):
+        run_method(draw, "WCP", 0.1)
+    with pytest.raises(ValueError, match="valid names"):
+        get_method("CP-oracle")                     # CP does not use weights: no oracle variant
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, 1.5, -0.1])
+def test_delta_outside_unit_interval(draw, delta):
+    for name in PAPER_NAMES:
+        with pytest.raises(ValueError, match="delta"):
+            run_method(draw, name, 0.1, delta)
+
+
+def test_alpha_and_engine_checked(draw):
+    with pytest.raises(ValueError, match="alpha"):
+        run_method(draw, "FCP", 0.0)
+    with pytest.raises(ValueError, match="engine"):
+        run_method(draw, "CP", 0.1, engine="fast")
+    with pytest.raises(ValueError, match="CalibrationDraw"):
+        run_method({"cal_scores": []}, "CP", 0.1)
+
+
+def test_missing_fields_name_the_builder():
+    d = simple([np.arange(1.0, 30.0), np.arange(2.0, 40.0)])
+    for fn in (fwcp, fwcp_qq):
+        with pytest.raises(ValueError, match="fwcp_fields"):
+            fn(d, 0.1)
+    for fn in (fglcp, ospfwglcp):
+        with pytest.raises(ValueError, match="localized_fields"):
+            fn(d, 0.1)
+
+
+def test_calibration_draw_validation():
+    with pytest.raises(ValueError, match="test_weights"):
+        CalibrationDraw("regression", [np.ones(3)], [np.ones(3)], np.ones((2, 2)), np.zeros(2))
+    with pytest.raises(ValueError, match="cal_weights"):
+        CalibrationDraw("regression", [np.ones(3)], [np.ones(4)], np.ones((2, 1)), np.zeros(2))
+    with pytest.raises(ValueError, match="task"):
+        CalibrationDraw("ranking", [np.ones(3)], [np.ones(3)], np.ones((2, 1)), np.zeros(2))
+    with pytest.raises(ValueError, match="test_labels"):
+        CalibrationDraw("classification", [np.ones(3)], [np.ones(3)], np.ones((2, 1)), np.zeros((2, 4)))
+    with pytest.raises(ValueError, match="loc_inverse"):
+        CalibrationDraw("regression", [np.ones(3)], [np.ones(3)], np.ones((2, 1)), np.zeros(2),
+                        loc_cal_scores=[np.ones(3) / 2], loc_cal_weights=[np.ones(3)], loc_test_weights=np.ones((2, 1)))
+    with pytest.raises(ValueError, match="fwcp_test_weights"):
+        CalibrationDraw("regression", [np.ones(3)], [np.ones(3)], np.ones((2, 1)), np.zeros(2),
+                        fwcp_cal_weights=[np.ones(3)])
+
+
+def test_classification_draw_runs():
+    rng = np.random.default_rng(0)
+    K, n, m, C = 3, 80, 10, 4
+    d = CalibrationDraw("classification", [rng.random(n) for _ in range(K)], [np.ones(n)] + [rng.exponential(size=n) for _ in range(K - 1)],
+                        np.column_stack([np.ones(m)] + [rng.exponential(size=m) for _ in range(K - 1)]),
+                        rng.random((m, C)), rng.integers(0, C, m))
+    for name in ["CP", "FCP", "FCP-QQ", "PFWCP"]:
+        t = run_method(d, name, 0.1)
+        assert t.shape == (m,)
