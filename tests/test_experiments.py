@@ -151,7 +151,11 @@ def test_compare_with_paper_on_paper_values_is_zero_difference():
 
 # ---------------------------------------------------------------- integration (real modules)
 
-FAST_TRAIN = None   # filled below once the training modules' fast settings are known
+from pfwcp_nb import baselines
+
+# small training budgets: the tests check the pipeline, not the paper's numbers
+FAST = {"predictor": {"epochs": 60}, "ratios": {"epochs": 60}, "localizer": {"epochs": 60}}
+SMALL = dict(n_sims=6, n_test=40, chunk_size=3, train_kw=FAST, progress=False)   # osPFWCP-MC is the slow cell
 
 def _data_dir_or_skip():
     d = resolve_data_dir(os.environ.get("PFWCP_DATA_DIR") or "../shared/data")
@@ -160,3 +164,134 @@ def _data_dir_or_skip():
             pytest.fail(f"PFWCP_REQUIRE_DATA=1 but the data directory {d} has no airfoil_self_noise.dat")
         pytest.skip(f"real data not found in {d}")
     return d
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("pfwcp_cache")
+
+@pytest.fixture(scope="module")
+def gaussian_run(cache_dir):
+    return E.run_grid(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
+
+def _check_rows(df, n_methods):
+    assert len(df) == 2 * n_methods
+    assert set(df.method) == set(baselines.METHODS)
+    assert (df.n_errors == 0).all(), df.loc[df.n_errors > 0, ["method", "guarantee"]]
+    assert (df.n_sims == SMALL["n_sims"]).all()
+    for c in ("MC", "CCC"):
+        assert df[c].between(0, 1).all()
+    assert (df.Eff > 0).all()
+    # per-draw coverages are fractions of the n_test test points
+    m = SMALL["n_test"]
+    for arr in df.attrs["draws"].values():
+        assert np.allclose(arr["coverage"] * m, np.round(arr["coverage"] * m))
+
+def test_gaussian_every_method_both_guarantees(gaussian_run):
+    df = gaussian_run
+    _check_rows(df, len(baselines.METHODS))
+    # split CP on the test agent's own 100 points is marginally valid: MC >= 1 - alpha up to Monte Carlo error
+    cp = df[(df.method == "CP") & (df.guarantee == "mc")].iloc[0]
+    assert cp.MC > 0.9 - 4 * cp.MC_se
+    # the CCC variant of a method is never less conservative than its MC variant on the same draws (CP, FCP)
+    for m in ("CP", "FCP"):
+        mc, ccc = (df[(df.method == m) & (df.guarantee == g)].iloc[0] for g in ("mc", "ccc"))
+        assert ccc.Eff >= mc.Eff - 1e-12 and ccc.MC >= mc.MC - 1e-12
+
+def test_real_dataset_every_method(cache_dir):
+    d = _data_dir_or_skip()
+    df = E.run_grid(["airfoil"], None, ["mc", "ccc"], data_dir=d, cache_dir=cache_dir, **SMALL)
+    _check_rows(df, len(baselines.METHODS))
+
+def test_oracle_weights_rows(cache_dir):
+    df = E.run_grid(["gaussian"], ["PFWCP", "FWCP"], ["mc"], weights=["estimated", "oracle"], cache_dir=cache_dir,
+                    **{**SMALL, "n_sims": 3})
+    assert sorted(df.method) == ["FWCP", "FWCP-oracle", "PFWCP", "PFWCP-oracle"]
+    assert (df.n_errors == 0).all()
+    # the oracle variant sees the same scores with other weights: different thresholds, same data
+    d = df.attrs["draws"]
+    est, orc = d[("gaussian", "severe", "estimated", "mc", "PFWCP")], d[("gaussian", "severe", "oracle", "mc", "PFWCP-oracle")]
+    assert not np.array_equal(est["size"], orc["size"])
+
+def test_run_experiment_one_guarantee(cache_dir, gaussian_run):
+    df = E.run_experiment("gaussian", ["CP", "PFWCP"], "ccc", cache_dir=cache_dir, **SMALL)
+    assert list(df.method) == ["CP", "PFWCP"] and (df.guarantee == "ccc").all()
+    ref = gaussian_run.set_index(["method", "guarantee"])
+    for r in df.itertuples():                       # read back from the cache: identical to the grid run
+        assert r.CCC == ref.loc[(r.method, "ccc"), "CCC"] and r.Eff == ref.loc[(r.method, "ccc"), "Eff"]
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(datasets=["nope"]), "datasets"), (dict(n_sims=0), "n_sims"), (dict(methods=["XYZ"]), "XYZ"),
+    (dict(weights="orcl"), "weights"), (dict(guarantees=["pac"]), "guarantees"), (dict(alpha=1.5), "alpha"),
+    (dict(heterogeneity="extreme"), "heterogeneity"), (dict(engine="fast"), "engine"),
+])
+def test_run_grid_bad_input(kw, match, tmp_path):
+    with pytest.raises(ValueError, match=match):
+        E.run_grid(**{"datasets": ["gaussian"], "cache_dir": tmp_path, "progress": False, **kw})
+    with pytest.raises(ValueError, match="dataset"):
+        E.run_experiment(["gaussian"])
+
+# ---------------------------------------------------------------- cache, resume, CLI
+
+def _count_calls(monkeypatch, name, fail_after=None):
+    calls = {"n": 0}
+    fn = baselines.METHODS[name]
+    def wrapped(*a, **k):
+        calls["n"] += 1
+        if fail_after is not None and calls["n"] > fail_after:
+            raise KeyboardInterrupt("simulated interrupt")
+        return fn(*a, **k)
+    monkeypatch.setitem(baselines.METHODS, name, wrapped)
+    return calls
+
+def test_resume_recomputes_only_the_deleted_cell(cache_dir, gaussian_run, monkeypatch):
+    cfg = E.RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps(FAST, sort_keys=True))
+    cache = E.ResultCache(cache_dir)
+    victim = cache.cell_path(cfg, "FCP", "mc", "estimated")
+    assert victim.exists()
+    victim.unlink()
+    n_fcp, n_cp = _count_calls(monkeypatch, "FCP"), _count_calls(monkeypatch, "CP")
+    df = E.run_grid(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
+    assert n_fcp["n"] == SMALL["n_sims"] and n_cp["n"] == 0     # one cell x all draws; nothing else recomputed
+    assert victim.exists()
+    pd.testing.assert_frame_equal(df.drop(columns=["seconds", "draw_seconds"]),
+                                  gaussian_run.drop(columns=["seconds", "draw_seconds"]))
+
+def test_resume_after_interrupt_gives_identical_results(cache_dir, gaussian_run, monkeypatch, tmp_path):
+    # a fresh results cache sharing the trained models: copy the models folder
+    import shutil
+    shutil.copytree(Path(cache_dir) / "models", tmp_path / "models")
+    calls = _count_calls(monkeypatch, "PFWCP", fail_after=4)         # dies in the second chunk of 3 draws
+    with pytest.raises(KeyboardInterrupt):
+        E.run_grid(["gaussian"], ["PFWCP", "CP"], ["mc"], cache_dir=tmp_path, **SMALL)
+    chunks = list((tmp_path / "chunks").rglob("*.npz"))
+    assert len(chunks) == 2                         # chunk 0-3 of both cells finished; chunk 3-6 not
+    assert not list((tmp_path / "cells").glob("*.npz"))
+    monkeypatch.undo()
+    calls = _count_calls(monkeypatch, "PFWCP")
+    df = E.run_grid(["gaussian"], ["PFWCP", "CP"], ["mc"], cache_dir=tmp_path, **SMALL)
+    assert calls["n"] == 3                          # only the unfinished chunk
+    ref = gaussian_run.attrs["draws"]
+    for key, arr in df.attrs["draws"].items():
+        np.testing.assert_array_equal(arr["coverage"], ref[key]["coverage"])
+        np.testing.assert_array_equal(arr["size"], ref[key]["size"])
+    assert not list((tmp_path / "chunks").rglob("*.npz"))     # merged and cleaned up
+
+def test_cli_smoke(cache_dir, tmp_path):
+    out = tmp_path / "out"
+    E.main(["--datasets", "gaussian", "--methods", "CP", "FCP", "PFWCP", "--n-sims", "6", "--n-test", "50",
+            "--chunk-size", "3", "--out", str(out), "--cache", str(cache_dir), "--train-kw", json.dumps(FAST),
+            "--no-progress"])
+    for f in ("results.csv", "table_mc_severe.md", "table_ccc_severe.md", "compare_mc_severe.md",
+              "compare_ccc_severe.md", "runs.jsonl", "figures/boxplots_gaussian_mc_severe.png",
+              "figures/coverage_efficiency_mc_severe.png"):
+        assert (out / f).is_file(), f
+    res = pd.read_csv(out / "results.csv")
+    assert len(res) == 6 and set(res.method) == {"CP", "FCP", "PFWCP"}
+    log = json.loads((out / "runs.jsonl").read_text().splitlines()[-1])
+    assert log["wall_seconds"] > 0 and log["command"].startswith("pfwcp-experiments --datasets gaussian")
+    table = (out / "table_mc_severe.md").read_text()
+    assert "| **MC (%)** | CP |" in table and "Produced by:" in table
+    with pytest.raises(SystemExit):
+        E.main(["--datasets", "nope", "--out", str(out)])
+    with pytest.raises(SystemExit):
+        E.main(["--datasets", "gaussian", "--train-kw", "{bad json", "--out", str(out)])
