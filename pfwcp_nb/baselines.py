@@ -387,7 +387,7 @@ def fcp_qq(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, e
            seed=0) -> np.ndarray:
     "FCP-QQ: the ceil(K(1-tau))-th smallest unweighted local quantile at level 1-beta (levels from `qq_choice`)."
     alpha, delta = _check_call(alpha, delta, engine)
-    ch = qq_choice(draw.n, alpha, delta, engine=engine, seed=seed)
+    ch = qq_choice(draw.n, alpha, delta, engine=engine)     # depends on the draw only through n_k: computed once
     q = np.array([weighted_quantile(s, np.ones_like(s), 1.0 - ch.beta, inf_weight=1.0) for s in draw.cal_scores])
     return _qq_threshold(q, ch, "FCP-QQ", draw.m)
 
@@ -412,7 +412,7 @@ def fwcp_qq(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, 
     "FWCP-QQ: FCP-QQ's (beta-bar, tau-bar) with omega'-weighted local quantiles (one per test point)."
     alpha, delta = _check_call(alpha, delta, engine)
     _need_fwcp(draw, "FWCP-QQ")
-    ch = qq_choice(draw.n, alpha, delta, engine=engine, seed=seed)
+    ch = qq_choice(draw.n, alpha, delta, engine=engine)
     q = np.column_stack([weighted_quantile(s, w, 1.0 - ch.beta, inf_weight=draw.fwcp_test_weights)
                          for s, w in zip(draw.cal_scores, draw.fwcp_cal_weights)])       # (m, K)
     return _qq_threshold(q, ch, "FWCP-QQ", draw.m)
