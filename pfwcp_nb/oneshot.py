@@ -8,7 +8,7 @@ import warnings
 from dataclasses import dataclass
 import numpy as np
 from .quantiles import quantile_of_quantiles
-from .coverage import coverage_objective, aggregation_weights
+from .coverage import coverage_objective, aggregation_weights, largest_feasible_tau, MAX_EXACT_K
 from .procedure import (select_quantiles, QuantileChoice, FEAS_TOL, TIE_TOL, _check_unit, _check_engine,
                                 _check_agg_weights)
 from .pfwcp import AgentCalibration, OneShotMessage, _ThresholdPredictor, _as_test_weights, _check_agents
@@ -120,9 +120,16 @@ class OneShotPFWCP(_ThresholdPredictor):
         if not hasattr(self, "messages_"):
             raise ValueError("call `calibrate(agents)` before predicting.")
         betas = local_levels(self.messages_, test_weights)                              # (m, K)
-        obj = coverage_objective(betas, self.n_eff_, self.taus_, None if self.delta is None else self.alpha,
-                                 weights=self.agg_weights_, engine=self.engine, n_rep=self.n_rep, rng=self.rng)
+        crit_alpha = None if self.delta is None else self.alpha
         target = 1.0 - (self.alpha if self.delta is None else self.delta)
+        if self.engine == "exact" and self.n_eff_.size <= MAX_EXACT_K:
+            # the objective is non-increasing in tau: bisection for the largest feasible tau (01_coverage), which is
+            # what `select_tau_rows` picks on the full grid, at ~log2(T) evaluations per test point
+            idx, value, ok = largest_feasible_tau(betas, self.n_eff_, self.taus_, target - FEAS_TOL, crit_alpha,
+                                                  weights=self.agg_weights_)
+            return OneShotSelection(tau=self.taus_[idx], value=value, feasible=ok, betas=betas, index=idx)
+        obj = coverage_objective(betas, self.n_eff_, self.taus_, crit_alpha,
+                                 weights=self.agg_weights_, engine=self.engine, n_rep=self.n_rep, rng=self.rng)
         idx, ok = select_tau_rows(obj, target)
         rows = np.arange(idx.size)
         return OneShotSelection(tau=self.taus_[idx], value=obj[rows, idx], feasible=ok, betas=betas, index=idx)

@@ -101,3 +101,31 @@ def test_aggregation_weights_sum_to_one():
     w = aggregation_weights([3.0, 1.0, 6.0])
     assert abs(w.sum() - 1) < 1e-15
     np.testing.assert_allclose(w, np.array([3.0, 1.0, 6.0]) / 10.0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(K=st.integers(1, 12), seed=st.integers(0, 10**6), ccc=st.booleans())
+def test_largest_feasible_tau_equals_full_scan(K, seed, ccc):
+    "The bisection returns the largest feasible tau of the grid (index 0 / infeasible when none), as a full scan."
+    from pfwcp_nb.coverage import largest_feasible_tau
+    rng = np.random.default_rng(seed)
+    n_eff = rng.uniform(1, 100, K)
+    beta = np.clip(rng.uniform(0.02, 0.35, (40, K)), 0, 1)
+    taus = np.unique(np.r_[0.0, np.sort(rng.uniform(0, 0.9, 20))])
+    alpha = 0.1 if ccc else None
+    target = rng.uniform(0.5, 0.95) - 1e-8
+    full = coverage_objective(beta, n_eff, taus, alpha)
+    feas = full >= target
+    scan = np.where(feas.any(1), taus.size - 1 - np.argmax(feas[:, ::-1], axis=1), 0)
+    idx, val, ok = largest_feasible_tau(beta, n_eff, taus, target, alpha, chunk_rows=16)
+    np.testing.assert_array_equal(idx, scan)
+    np.testing.assert_array_equal(ok, feas.any(1))
+    np.testing.assert_allclose(val, full[np.arange(len(idx)), idx], atol=1e-12)
+
+
+def test_largest_feasible_tau_bad_input():
+    from pfwcp_nb.coverage import largest_feasible_tau
+    with pytest.raises(ValueError, match="increasing"):
+        largest_feasible_tau(np.full((2, 3), 0.1), [10, 10, 10], [0.2, 0.1], 0.9)
+    with pytest.raises(ValueError, match="beta"):
+        largest_feasible_tau(np.full((2, 4), 0.1), [10, 10, 10], [0.1, 0.2], 0.9)
