@@ -222,3 +222,19 @@ def test_predictor_pickles():
     p = train_predictor("regression", Xs, [X.sum(1) for X in Xs], arch=(8,), epochs=3, progress=False)
     q = pickle.loads(pickle.dumps(p))
     np.testing.assert_array_equal(p.predict(Xs[0]), q.predict(Xs[0]))
+
+
+def test_any_buffer_free_module_dropout_seeded_batchnorm_refused():
+    rng = np.random.default_rng(4)
+    data = [(rng.normal(size=(20, 3)), rng.normal(size=20)) for _ in range(3)]
+    drop = lambda: torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Dropout(0.3), torch.nn.ReLU(),
+                                       torch.nn.LayerNorm(8), torch.nn.Linear(8, 1))
+    state = torch.random.get_rng_state()
+    a, ha = fedavg(drop, data, rounds=20, batch_size=8, lr=1e-2, seed=0, progress=False)
+    b, _ = fedavg(drop, data, rounds=20, batch_size=8, lr=1e-2, seed=0, progress=False)
+    assert torch.equal(state, torch.random.get_rng_state())        # the caller's RNG is left alone
+    assert max_diff(a, b) == 0.0 and not a.training
+    assert ha.loss.iloc[-1] < ha.loss.iloc[0]
+    bn = lambda: torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 1))
+    with pytest.raises(ValueError, match="buffers"):
+        fedavg(bn, data, rounds=1, progress=False)
