@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 
+from _util import timed
+
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 
@@ -33,12 +35,6 @@ def gaussian_shift(seed: int, K: int = 11, d: int = 10, n: int = 100, m: int = 5
         agents.append(AgentCalibration(score(X), np.ones(n) if k == 0 else ow(X)[:, k]))
     Xt = g[0] + rng.standard_normal((m, d))
     return agents, ow(Xt)
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
 
 
 def main():

@@ -17,6 +17,8 @@ import warnings
 
 import numpy as np
 
+from _util import timed
+
 from pfwcp_nb.coverage import wqb_sample
 from pfwcp_nb.procedure import FEAS_TOL, TIE_TOL, select_quantiles
 from pfwcp_nb.quantiles import effective_sample_size
@@ -33,12 +35,6 @@ def heterogeneous_neff(seed: int, K: int = 11, d: int = 10, n: int = 100) -> np.
         X = g[k] + rng.standard_normal((n, d))
         out.append(effective_sample_size(np.exp(X @ (g[0] - g[k]) - 0.5 * (g[0] @ g[0] - g[k] @ g[k]))))
     return np.array(out)
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
 
 
 def main():
