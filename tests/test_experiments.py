@@ -291,6 +291,13 @@ def test_cli_smoke(cache_dir, tmp_path):
     assert log["wall_seconds"] > 0 and log["command"].startswith("pfwcp-experiments --datasets gaussian")
     table = (out / "table_mc_severe.md").read_text()
     assert "| **MC (%)** | CP |" in table and "Produced by:" in table
+    # a second run into the same folder (other methods) merges its rows into results.csv and the tables
+    E.main(["--datasets", "gaussian", "--methods", "FWCP", "--guarantee", "mc", "--n-sims", "6", "--n-test", "50",
+            "--chunk-size", "3", "--out", str(out), "--cache", str(cache_dir), "--train-kw", json.dumps(FAST),
+            "--no-progress", "--no-figures"])
+    res = pd.read_csv(out / "results.csv")
+    assert len(res) == 7 and "FWCP" in set(res.method)
+    assert "| FWCP |" in (out / "table_mc_severe.md").read_text()
     with pytest.raises(SystemExit):
         E.main(["--datasets", "nope", "--out", str(out)])
     with pytest.raises(SystemExit):
