@@ -238,13 +238,21 @@ def localized_fields(loc: Localizer, # the localizer
                      test_weights, # (m, K) test weights
                      *,
                      seed: int = 0, # random stream of the samples (one stream for all points)
+                     samples: tuple | None = None, # precomputed sorted samples (K arrays (n_k, M), (m, M)); None: draw
                     ) -> dict: # loc_cal_scores, loc_cal_weights, loc_test_weights, loc_inverse
     "The localized fields of a CalibrationDraw; use `CalibrationDraw(**base_fields, **localized_fields(...))`."
     if not (len(cal_X) == len(cal_scores) == len(cal_weights)):
         raise ValueError("`cal_X`, `cal_scores`, `cal_weights` must have one entry per agent (same K).")
-    rng = np.random.default_rng(seed)
-    loc_scores = [loc.cdf(X, s, rng) for X, s in zip(cal_X, cal_scores)]
-    Z_test = loc.sorted_samples(test_X, rng)
+    if samples is None:
+        rng = np.random.default_rng(seed)
+        Z_cal = [loc.sorted_samples(X, rng) for X in cal_X]
+        Z_test = loc.sorted_samples(test_X, rng)
+    else:                                   # e.g. samples drawn once per pool point (see `08_experiments`)
+        Z_cal, Z_test = samples
+        if len(Z_cal) != len(cal_X) or any(np.shape(Z)[0] != len(s) for Z, s in zip(Z_cal, cal_scores)) \
+                or np.shape(Z_test)[0] != len(test_X):
+            raise ValueError("`samples` must be (K arrays (n_k, M), array (m, M)) matching `cal_X` and `test_X`.")
+    loc_scores = [loc.cdf_from_samples(Z, s) for Z, s in zip(Z_cal, cal_scores)]
     return dict(loc_cal_scores=loc_scores, loc_cal_weights=[np.asarray(w, dtype=float) for w in cal_weights],
                 loc_test_weights=np.asarray(test_weights, dtype=float),
                 loc_inverse=functools.partial(loc.inverse_from_samples, Z_test))
@@ -450,12 +458,14 @@ class _TorchThreads:
         torch.set_num_threads(self.old)
 
 class EngressionSampler:
-    "Score samples from a fitted engression model: sampler(X, M, rng) -> (n, M)."
-    def __init__(self, model, batch: int = 4096, num_threads: int | None = 1):
-        self.model, self.batch, self.num_threads = model, int(batch), num_threads
+    "Score samples from a fitted engression model: sampler(X, M, rng) -> (n, M); `features` maps X to the net's input."
+    def __init__(self, model, batch: int = 4096, num_threads: int | None = 1, features: Callable | None = None):
+        self.model, self.batch, self.num_threads, self.features = model, int(batch), num_threads, features
 
     def __call__(self, X, M: int, rng) -> np.ndarray:
         import torch
+        if getattr(self, "features", None) is not None:        # getattr: samplers pickled before `features` existed
+            X = self.features(X)
         X = np.asarray(X, dtype=np.float32)
         out = np.empty((len(X), M))
         with torch.random.fork_rng(devices=[]), _TorchThreads(self.num_threads):
@@ -491,6 +501,7 @@ def fit_localizer(train_X: list, # K arrays (n_k, d) of covariates (one per agen
                   score_min: float = 0.0, # lower end of the score scale
                   progress: bool = True, # tqdm bar over epochs
                   num_threads: int | None = 1, # torch threads while training/sampling (small nets: 1 is fastest)
+                  features: Callable | None = None, # X -> net input (e.g. the predictor's PCA for images); None: X
                   **engression_kw, # further arguments of `engression.engression` (noise_dim, add_bn, ...)
                  ) -> Localizer:
     "Engression of the score given X (pooled, 2 x 50 hidden units) + Platt map on a 10% split -> Localizer."
@@ -501,6 +512,8 @@ def fit_localizer(train_X: list, # K arrays (n_k, d) of covariates (one per agen
     if len(Xs) != len(ss):
         raise ValueError(f"`train_X` has {len(Xs)} agents but `train_s` has {len(ss)}.")
     X = np.vstack([np.asarray(x, dtype=np.float32).reshape(len(x), -1) for x in Xs])
+    if features is not None:
+        X = np.asarray(features(X), dtype=np.float32)
     s = np.concatenate([np.asarray(v, dtype=np.float32).ravel() for v in ss])
     if len(X) != len(s):
         raise ValueError(f"`train_X` has {len(X)} rows but `train_s` has {len(s)} scores.")
@@ -533,6 +546,7 @@ def fit_localizer(train_X: list, # K arrays (n_k, d) of covariates (one per agen
         warnings.warn(f"fit_localizer: Platt fit gave slope a={a:.3g} (not increasing); using the identity map.")
         a, b = 1.0, 0.0
     loc.platt = (a, b)
+    loc.sampler.features = features                      # from now on the sampler takes raw covariates
     loc.info = dict(n_train=len(tr), n_platt=len(pl), epochs=int(epochs), seconds=time.perf_counter() - t0)
     return loc
 

@@ -26,11 +26,11 @@ from tqdm.auto import tqdm
 # %% auto #0
 __all__ = ['MARKERS', 'PAPER_DATASET_ORDER', 'METHOD_ORDER', 'PAPER_TABLES', 'DEFAULT_TRAIN_KW', 'ORACLE_METHODS',
            'LOCALIZED_METHODS', 'GUARANTEES', 'WEIGHT_KINDS', 'STAR_ZETA', 'DEMO_TRAIN_KW', 'evaluate_thresholds',
-           'coverage_metrics', 'marker', 'TrainedSetup', 'train_setup', 'draw_seed', 'sample_draw', 'RunConfig',
-           'method_label', 'load_cell', 'ResultCache', 'ensure_setup', 'run_chunk', 'default_methods', 'run_grid',
-           'collect_results', 'run_experiment', 'paper_table', 'se_table', 'compare_with_paper', 'comparison_markdown',
-           'plot_boxplots', 'plot_coverage_efficiency', 'figure1_star', 'plot_figure1', 'write_outputs', 'main',
-           'cli_run']
+           'coverage_metrics', 'marker', 'TrainedSetup', 'train_setup', 'draw_seed', 'sample_draw',
+           'pool_localizer_samples', 'RunConfig', 'method_label', 'load_cell', 'ResultCache', 'ensure_setup',
+           'run_chunk', 'default_methods', 'run_grid', 'collect_results', 'run_experiment', 'paper_table', 'se_table',
+           'compare_with_paper', 'comparison_markdown', 'plot_boxplots', 'plot_coverage_efficiency', 'figure1_star',
+           'plot_figure1', 'write_outputs', 'main', 'cli_run']
 
 # %% ../nbs/08_experiments.ipynb #a57bd4e5
 def evaluate_thresholds(task: str, # "regression" or "classification"
@@ -270,8 +270,10 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         eng = [fed.sample(k, n_eng, rng) for k in range(fed.K)]
         st = TrainedSetup(fed.name, fed.heterogeneity, seed, K, fed.task, predictor, list(ratios))
         s_eng = [_scores(st, Xe, ye) for Xe, ye in eng]
-        localizer = baselines.fit_localizer([Xe for Xe, _ in eng], s_eng, seed=seed, progress=progress,
-                                            **kw.get("localizer", {}))
+        lkw = dict(kw.get("localizer", {}))
+        if getattr(predictor, "pca", None) is not None and _accepts(baselines.fit_localizer, "features"):
+            lkw.setdefault("features", predictor.pca.transform)     # images: engression on the predictor's PCA
+        localizer = baselines.fit_localizer([Xe for Xe, _ in eng], s_eng, seed=seed, progress=progress, **lkw)
         secs["localizer"] = time.perf_counter() - t0
     return TrainedSetup(dataset=fed.name, heterogeneity=fed.heterogeneity, seed=seed, K=K, task=fed.task,
                         predictor=predictor, ratios=list(ratios), fwcp=fwcp, localizer=localizer, seconds=secs,
@@ -305,6 +307,7 @@ def sample_draw(setup: TrainedSetup, # the trained models
                 weights: Sequence[str] = ("estimated",), # which draw objects to build: "estimated" and/or "oracle"
                 oracle=None, # oracle ratio functions (default `density_ratio.oracle_density_ratios(fed)`)
                 localize: bool = True, # build the localized fields (only FGLCP / osPFWGLCP need them; costly)
+                loc_pool=None, # `pool_localizer_samples(setup, fed)`: localizer samples per pool point; None: draw them
                ) -> dict:
     "The CalibrationDraw objects (one per weight kind) of calibration draw `sim`."
     from pfwcp_nb.baselines import CalibrationDraw
@@ -324,6 +327,14 @@ def sample_draw(setup: TrainedSetup, # the trained models
         yc = np.concatenate(cal_y).astype(int)
         cal_scores = np.split(cal_S[np.arange(len(yc)), yc], K)
         test_scores, test_labels = S_all[K * n_cal:], np.asarray(test_y, dtype=int)
+    loc_samples = None                       # the localizer's sorted samples, shared by every weight kind
+    if localize and setup.localizer is not None:
+        if loc_pool is not None:
+            loc_samples = ([_pool_gather(loc_pool, ci) for ci in cal_info], _pool_gather(loc_pool, test_info))
+        else:
+            lrng = np.random.default_rng(draw_seed(setup.seed, sim))
+            loc_samples = ([setup.localizer.sorted_samples(Xk, lrng) for Xk in cal_X],
+                           setup.localizer.sorted_samples(test_X, lrng))
     out = {}
     for kind in weights:
         if kind == "estimated":
@@ -345,7 +356,7 @@ def sample_draw(setup: TrainedSetup, # the trained models
         fields = dict(task=setup.task, cal_scores=cal_scores, cal_weights=cal_w, test_weights=test_w,
                       test_scores=test_scores, test_labels=test_labels)
         fields.update(_extra_fields(setup, fed, kind, cal_X, cal_scores, cal_info, cal_w, test_X, test_w, test_info,
-                                    draw_seed(setup.seed, sim), localize))
+                                    draw_seed(setup.seed, sim), localize, loc_samples))
         out[kind] = CalibrationDraw(**fields)
     return out
 
@@ -357,7 +368,7 @@ def _call_oracle(fn, X, info):
         return np.asarray(fn(X), dtype=float).reshape(len(X))
 
 def _extra_fields(setup, fed, kind, cal_X, cal_scores, cal_info, cal_w, test_X, test_w, test_info, seed,
-                  localize=True) -> dict:
+                  localize=True, loc_samples=None) -> dict:
     "FWCP's single-classifier weights and the localized scores, from the builders of `baselines`."
     from pfwcp_nb import baselines
     extra = {}
@@ -365,8 +376,39 @@ def _extra_fields(setup, fed, kind, cal_X, cal_scores, cal_info, cal_w, test_X, 
         extra.update(baselines.fwcp_fields(setup.fwcp, cal_X, test_X, kind=kind, federation=fed,
                                            cal_info=cal_info, test_info=test_info))
     if localize and setup.localizer is not None and hasattr(baselines, "localized_fields"):
-        extra.update(baselines.localized_fields(setup.localizer, cal_X, cal_scores, cal_w, test_X, test_w, seed=seed))
+        extra.update(baselines.localized_fields(setup.localizer, cal_X, cal_scores, cal_w, test_X, test_w, seed=seed,
+                                                samples=loc_samples))
     return extra
+
+def pool_localizer_samples(setup: TrainedSetup, # the trained models (with a localizer)
+                           fed, # the federation of the setup
+                           *, batch: int = 4096, # pool points per sampler call
+                          ) -> np.ndarray | None: # (N, M) tilting pools; (S, N, M) cifar; None: synthetic / no localizer
+    """The localizer's sorted score samples at every point of a resampled pool, drawn once (stream (seed, 3)).
+
+    The real datasets' agents resample a fixed pool (cifar: pool image x severity), so a draw's localized scores can
+    be gathered instead of sampled: F_hat(. | X) is then one fixed function of X across draws (the trained model's,
+    up to one set of M samples per point) instead of carrying fresh sampling noise in every draw."""
+    loc, kind = setup.localizer, fed.shift["kind"]
+    if loc is None or kind not in ("tilting", "cifar"):
+        return None
+    rng = _rng(setup.seed, 3)
+    P = fed._pool_X
+    if kind == "tilting":
+        return np.concatenate([loc.sorted_samples(P[i:i + batch], rng) for i in range(0, len(P), batch)])
+    from pfwcp_nb.data import brightness
+    out = []
+    for lv in np.asarray(fed.shift["levels"], dtype=np.float32):
+        parts = []
+        for i in range(0, len(P), batch):
+            Xb = brightness(P[i:i + batch], np.full(len(P[i:i + batch]), lv, dtype=np.float32), quantize=True)
+            parts.append(loc.sorted_samples(Xb.reshape(len(Xb), -1), rng))
+        out.append(np.concatenate(parts))
+    return np.stack(out)
+
+def _pool_gather(Zp: np.ndarray, info: dict) -> np.ndarray:
+    "Rows of `pool_localizer_samples` for the points of one `Federation.sample(..., return_info=True)` call."
+    return Zp[info["index"]] if Zp.ndim == 2 else Zp[info["severity"], info["index"]]
 
 # %% ../nbs/08_experiments.ipynb #49f653b6
 ORACLE_METHODS = ("FWCP", "FWCP-QQ", "PFWCP", "osPFWCP", "osPFWGLCP")   # methods whose output depends on the weights
@@ -505,6 +547,13 @@ def _method_fn(method: str) -> Callable:
                          f"{list(baselines.METHODS)}.")
     return baselines.METHODS[method]
 
+def _loc_pool(cfg: RunConfig, cache: ResultCache, setup: TrainedSetup, fed):
+    "`pool_localizer_samples` of a setup, computed once per process."
+    key = ("locpool", str(cache.root), cfg.setup_key())
+    if key not in _MEMO:
+        _MEMO[key] = pool_localizer_samples(setup, fed)
+    return _MEMO[key]
+
 def run_chunk(cfg: RunConfig, # the dataset configuration
               cells: Sequence[tuple[str, str, str]], # (method, guarantee, weights) cells still missing this chunk
               start: int, stop: int, # draw indices [start, stop)
@@ -520,6 +569,7 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
     n = stop - start
     res = {c: dict(coverage=np.full(n, np.nan), size=np.full(n, np.nan), size_finite=np.full(n, np.nan),
                    inf_count=np.zeros(n, dtype=np.int64), seconds=0.0, errors=[]) for c in cells}
+    loc_pool = _loc_pool(cfg, cache, setup, fed) if need_loc else None
     t_draw = 0.0
     oracle = None
     if "oracle" in kinds:
@@ -528,7 +578,7 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
                                disable=not progress)):
         t0 = time.perf_counter()
         draws = sample_draw(setup, fed, s, n_cal=cfg.n_cal, n_test=cfg.n_test, weights=kinds, oracle=oracle,
-                            localize=need_loc)
+                            localize=need_loc, loc_pool=loc_pool)
         t_draw += time.perf_counter() - t0
         for c in cells:
             method, g, w = c

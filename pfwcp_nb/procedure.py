@@ -134,6 +134,9 @@ def _check_engine(engine: str, n_rep, criterion: str) -> tuple[str, int]:
         raise ValueError(f"`n_rep` must be a positive integer, got {n_rep!r}.")
     return engine, int(n_rep)
 
+_EXACT_MEMO: dict = {}    # exact objectives of the last few calls (same n_eff, levels, grid, weights -> same table)
+_EXACT_MEMO_SIZE = 32
+
 def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = test agent
                      alpha: float, # miscoverage level in (0, 1)
                      delta: float | None = None, # None -> marginal coverage; else CCC level in (0, 1)
@@ -154,9 +157,18 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
     betas, taus = paper_grid(alpha) if grid is None else _check_grid(grid)
     w = aggregation_weights(n) if weights is None else _check_agg_weights(weights, n.size)
     used = "mc" if (engine == "mc" or n.size > MAX_EXACT_K) else "exact"
-    obj = coverage_objective(betas, n, taus, None if delta is None else alpha, weights=w,
-                             engine=engine, n_rep=n_rep, rng=np.random.default_rng(seed))
-    obj = np.asarray(obj, dtype=float).reshape(betas.size, taus.size)
+    crit_alpha = None if delta is None else alpha
+    key = (n.tobytes(), crit_alpha, betas.tobytes(), taus.tobytes(), w.tobytes())
+    obj = _EXACT_MEMO.get(key) if used == "exact" else None
+    if obj is None:
+        obj = coverage_objective(betas, n, taus, crit_alpha, weights=w,
+                                 engine=engine, n_rep=n_rep, rng=np.random.default_rng(seed))
+        obj = np.asarray(obj, dtype=float).reshape(betas.size, taus.size)
+        if used == "exact":                  # deterministic: PFWCP, osPFWCP and osPFWGLCP of a draw share it
+            obj.setflags(write=False)
+            _EXACT_MEMO[key] = obj
+            while len(_EXACT_MEMO) > _EXACT_MEMO_SIZE:
+                _EXACT_MEMO.pop(next(iter(_EXACT_MEMO)))
     target = 1.0 - (alpha if delta is None else delta)
     r, t, feasible = select_cell(obj, betas, taus, target)
     if not feasible:

@@ -347,3 +347,19 @@ def test_qq_levels_with_the_monte_carlo_engine():
     np.testing.assert_array_equal(fcp_qq(d, 0.1, engine="mc", seed=1), fcp_qq(d, 0.1, engine="mc", seed=2))
     ch_mc, ch_ex = qq_choice(d.n, 0.1, engine="mc"), qq_choice(d.n, 0.1)
     assert ch_mc.feasible and abs(ch_mc.value - ch_ex.value) < 0.01     # both just above 1 - alpha
+
+def test_fit_localizer_features_map_applies_at_training_and_sampling():
+    rng = np.random.default_rng(1)
+    X = [rng.normal(size=(40, 6)) for _ in range(3)]
+    s = [np.abs(x[:, 0] + 0.1 * rng.normal(size=40)) for x in X]
+    seen = []
+    class First2:                                            # records the widths it is called with
+        def __call__(self, Z):
+            seen.append(np.shape(Z)[1]); return np.asarray(Z)[:, :2]
+    from pfwcp_nb import baselines
+    loc = baselines.fit_localizer(X, s, seed=0, epochs=3, progress=False, features=First2())
+    assert seen and set(seen) == {6}                        # training saw raw covariates, mapped to 2 columns
+    Z = loc.sorted_samples(rng.normal(size=(5, 6)))         # sampling takes raw covariates too
+    assert Z.shape == (5, 200) and seen[-1] == 6
+    with pytest.raises(Exception):                          # without the map the 2-input net rejects 6 columns
+        baselines.EngressionSampler(loc.sampler.model)(rng.normal(size=(5, 6)), 10, rng)

@@ -302,3 +302,55 @@ def test_cli_smoke(cache_dir, tmp_path):
         E.main(["--datasets", "nope", "--out", str(out)])
     with pytest.raises(SystemExit):
         E.main(["--datasets", "gaussian", "--train-kw", "{bad json", "--out", str(out)])
+
+# ---------------------------------------------------------------- localizer samples per pool point
+
+def _toy_setup_with_localizer(fed):
+    "A TrainedSetup whose only trained parts are stand-ins: identity-free predictor, unit ratios, exact-law localizer."
+    class Mean:
+        def predict(self, X): return np.asarray(X).sum(1) * 0.0
+    loc = baselines.Localizer(baselines.FoldedNormalSampler(0.1, 0.3), n_samples=50)
+    return E.TrainedSetup(fed.name, fed.heterogeneity, 0, fed.K, fed.task, Mean(),
+                          [lambda X: np.ones(len(X))] * fed.K, localizer=loc)
+
+def test_pool_localizer_samples_are_gathered_per_pool_point():
+    from pfwcp_nb.data import make_federation
+    d = _data_dir_or_skip()
+    fed = make_federation("airfoil", "severe", K=4, seed=0, data_dir=d)
+    st = _toy_setup_with_localizer(fed)
+    Zp = E.pool_localizer_samples(st, fed)
+    assert Zp.shape == (len(fed._pool_X), 50) and np.all(np.diff(Zp, axis=1) >= 0)
+    draw = E.sample_draw(st, fed, 3, n_cal=20, n_test=15, loc_pool=Zp)["estimated"]
+    # the draw's localized calibration scores are F_hat evaluated on the pool rows of its points
+    rng = E._rng(0, 1, 3)
+    cal = [fed.sample(k, 20, rng, return_info=True) for k in range(fed.K)]
+    for k, (X, y, info) in enumerate(cal):
+        expect = st.localizer.cdf_from_samples(Zp[info["index"]], np.abs(y))
+        np.testing.assert_array_equal(draw.loc_cal_scores[k], expect)
+    # a point drawn twice (same pool row) gets the same localized score in different draws
+    d2 = E.sample_draw(st, fed, 4, n_cal=20, n_test=15, loc_pool=Zp)["estimated"]
+    assert d2.loc_cal_scores[0].shape == (20,)
+
+def test_pool_localizer_samples_none_for_synthetic():
+    from pfwcp_nb.data import make_federation
+    fed = make_federation("gaussian", "severe", K=3, seed=0)
+    assert E.pool_localizer_samples(_toy_setup_with_localizer(fed), fed) is None
+
+def test_localized_fields_precomputed_samples_match_drawn():
+    rng = np.random.default_rng(0)
+    loc = baselines.Localizer(baselines.FoldedNormalSampler(0.1, 0.3), n_samples=40)
+    cal_X = [rng.normal(size=(12, 3)) for _ in range(3)]
+    cal_s = [np.abs(rng.normal(size=12)) for _ in range(3)]
+    cal_w = [np.ones(12)] * 3
+    test_X, test_w = rng.normal(size=(7, 3)), np.ones((7, 3))
+    drawn = baselines.localized_fields(loc, cal_X, cal_s, cal_w, test_X, test_w, seed=5)
+    r = np.random.default_rng(5)                            # the same stream, in the documented order
+    samples = ([loc.sorted_samples(X, r) for X in cal_X], loc.sorted_samples(test_X, r))
+    given = baselines.localized_fields(loc, cal_X, cal_s, cal_w, test_X, test_w, samples=samples)
+    for a, b in zip(drawn["loc_cal_scores"], given["loc_cal_scores"]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(drawn["loc_inverse"](0.5), given["loc_inverse"](0.5))
+    with pytest.raises(ValueError, match="samples"):
+        baselines.localized_fields(loc, cal_X, cal_s, cal_w, test_X, test_w, samples=(samples[0][:2], samples[1]))
+    with pytest.raises(ValueError, match="samples"):
+        baselines.localized_fields(loc, cal_X, cal_s, cal_w, test_X, test_w, samples=(samples[0], samples[1][:3]))

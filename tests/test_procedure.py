@@ -159,3 +159,20 @@ def test_result_type():
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         select_quantiles(**kwargs)
+
+def test_exact_objective_memo_gives_the_fresh_result():
+    from pfwcp_nb import procedure as P
+    n = np.array([100.0, 7.5, 3.2, 12.0, 1.7])
+    P._EXACT_MEMO.clear()
+    fresh = P.select_quantiles(n, 0.1)
+    assert len(P._EXACT_MEMO) == 1
+    again = P.select_quantiles(n, 0.1)                      # served from the memo
+    assert (again.beta, again.tau) == (fresh.beta, fresh.tau)
+    np.testing.assert_array_equal(again.objective, fresh.objective)
+    ccc = P.select_quantiles(n, 0.1, 0.1)                   # another criterion: another entry, another table
+    assert len(P._EXACT_MEMO) == 2 and not np.array_equal(ccc.objective, fresh.objective)
+    P._EXACT_MEMO.clear()
+    np.testing.assert_array_equal(P.select_quantiles(n, 0.1).objective, fresh.objective)
+    for i in range(P._EXACT_MEMO_SIZE + 5):                 # bounded
+        P.select_quantiles(n + i, 0.1, 0.1)
+    assert len(P._EXACT_MEMO) <= P._EXACT_MEMO_SIZE
