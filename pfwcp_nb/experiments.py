@@ -568,7 +568,8 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
     kinds = tuple(sorted({w for _, _, w in cells}))
     n = stop - start
     res = {c: dict(coverage=np.full(n, np.nan), size=np.full(n, np.nan), size_finite=np.full(n, np.nan),
-                   inf_count=np.zeros(n, dtype=np.int64), seconds=0.0, errors=[]) for c in cells}
+                   inf_count=np.zeros(n, dtype=np.int64), seconds=0.0, errors=[], n_warned=0, warnings=[])
+           for c in cells}
     loc_pool = _loc_pool(cfg, cache, setup, fed) if need_loc else None
     t_draw = 0.0
     oracle = None
@@ -585,8 +586,14 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
             draw = draws[w]
             t0 = time.perf_counter()
             try:
-                thr = _method_fn(method)(draw, cfg.alpha, None if g == "mc" else cfg.delta, engine=cfg.engine,
-                                         seed=draw_seed(cfg.seed, s))
+                with warnings.catch_warnings(record=True) as caught:      # counted per cell, not printed per draw
+                    warnings.simplefilter("always")
+                    thr = _method_fn(method)(draw, cfg.alpha, None if g == "mc" else cfg.delta, engine=cfg.engine,
+                                             seed=draw_seed(cfg.seed, s))
+                if caught:
+                    res[c]["n_warned"] += 1
+                    if len(res[c]["warnings"]) < 3:
+                        res[c]["warnings"].append(f"draw {s}: {caught[0].category.__name__}: {caught[0].message}")
                 cov, size, n_inf = evaluate_thresholds(draw.task, draw.test_scores, thr, draw.test_labels)
             except Exception as e:                                  # recorded, reported, never silently dropped
                 if len(res[c]["errors"]) < 3:
@@ -603,7 +610,8 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
             else:
                 res[c]["size_finite"][i] = size
     for c, r in res.items():
-        meta = dict(seconds=r["seconds"], draw_seconds=t_draw, errors=r["errors"])
+        meta = dict(seconds=r["seconds"], draw_seconds=t_draw, errors=r["errors"], n_warned=r["n_warned"],
+                    warnings=r["warnings"])
         _atomic_save_npz(cache.chunk_path(cfg, *c, start, stop), coverage=r["coverage"], size=r["size"],
                          size_finite=r["size_finite"], inf_count=r["inf_count"], meta=np.array(json.dumps(meta)))
     return dict(draw_seconds=t_draw, seconds={"|".join(c): r["seconds"] for c, r in res.items()})
@@ -622,7 +630,9 @@ def _merge_cell(cfg: RunConfig, cache: ResultCache, cell, chunks) -> Path:
                 seconds=float(sum(p["meta"]["seconds"] for p in parts)),
                 draw_seconds=float(sum(p["meta"]["draw_seconds"] for p in parts)),
                 errors=[e for p in parts for e in p["meta"]["errors"]][:10],
-                n_errors=int(sum(np.isnan(p["coverage"]).sum() for p in parts)))
+                n_errors=int(sum(np.isnan(p["coverage"]).sum() for p in parts)),
+                n_warned=int(sum(p["meta"].get("n_warned", 0) for p in parts)),
+                warnings=[m for p in parts for m in p["meta"].get("warnings", [])][:5])
     path = cache.cell_path(cfg, *cell)
     _atomic_save_npz(path, coverage=np.concatenate([p["coverage"] for p in parts]),
                      size=np.concatenate([p["size"] for p in parts]),
@@ -811,13 +821,14 @@ def collect_results(cache: ResultCache, plan, alpha: float = 0.1) -> pd.DataFram
                     z["size_finite"][ok]).any() else np.nan
             rows.append(dict(dataset=cfg.dataset, heterogeneity=cfg.heterogeneity, weights=c[2], guarantee=c[1],
                              method=method_label(c[0], c[2]), **met, n_errors=meta["n_errors"],
+                             n_warned=meta.get("n_warned", 0),
                              seconds=meta["seconds"], draw_seconds=meta["draw_seconds"], n_test=cfg.n_test,
                              alpha=cfg.alpha, delta=cfg.delta if c[1] == "ccc" else np.nan, seed=cfg.seed,
                              train_kw=cfg.train_kw))
             draws[(cfg.dataset, cfg.heterogeneity, c[2], c[1], method_label(c[0], c[2]))] = dict(
                 coverage=z["coverage"], size=z["size"], size_finite=z.get("size_finite", z["size"]))
     cols = ["dataset", "heterogeneity", "weights", "guarantee", "method", "MC", "MC_se", "CCC", "CCC_se", "CMC",
-            "CMC_se", "Eff", "Eff_se", "inf_frac", "Eff_finite", "n_sims", "n_errors", "seconds", "draw_seconds", "n_test",
+            "CMC_se", "Eff", "Eff_se", "inf_frac", "Eff_finite", "n_sims", "n_errors", "n_warned", "seconds", "draw_seconds", "n_test",
             "alpha", "delta", "seed", "train_kw"]
     df = pd.DataFrame(rows, columns=cols)
     df.attrs["draws"] = draws

@@ -354,3 +354,16 @@ def test_localized_fields_precomputed_samples_match_drawn():
         baselines.localized_fields(loc, cal_X, cal_s, cal_w, test_X, test_w, samples=(samples[0][:2], samples[1]))
     with pytest.raises(ValueError, match="samples"):
         baselines.localized_fields(loc, cal_X, cal_s, cal_w, test_X, test_w, samples=(samples[0], samples[1][:3]))
+
+def test_warnings_are_counted_per_cell_not_dropped(cache_dir, gaussian_run, monkeypatch):
+    import warnings as w
+    cp = baselines.METHODS["CP"]
+    def noisy(draw, *a, **k):
+        w.warn("test warning from CP")
+        return cp(draw, *a, **k)
+    monkeypatch.setitem(baselines.METHODS, "CP", noisy)
+    df = E.run_grid(["gaussian"], ["CP", "FCP"], ["mc"], cache_dir=cache_dir, **{**SMALL, "n_sims": 4, "chunk_size": 2})
+    got = dict(zip(df.method, df.n_warned))
+    assert got == {"CP": 4, "FCP": 0}
+    meta = E.load_cell(next(Path(cache_dir, "cells").glob("gaussian__*__CP__mc__S4_*")))["meta"]
+    assert meta["warnings"] and "test warning from CP" in meta["warnings"][0]
