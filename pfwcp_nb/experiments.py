@@ -631,7 +631,8 @@ def _merge_cell(cfg: RunConfig, cache: ResultCache, cell, chunks) -> Path:
                 draw_seconds=float(sum(p["meta"]["draw_seconds"] for p in parts)),
                 errors=[e for p in parts for e in p["meta"]["errors"]][:10],
                 n_errors=int(sum(np.isnan(p["coverage"]).sum() for p in parts)),
-                n_warned=int(sum(p["meta"].get("n_warned", 0) for p in parts)),
+                n_warned=int(sum(p["meta"]["n_warned"] for p in parts))           # None: chunks that predate
+                if all("n_warned" in p["meta"] for p in parts) else None,           # the warning count
                 warnings=[m for p in parts for m in p["meta"].get("warnings", [])][:5])
     path = cache.cell_path(cfg, *cell)
     _atomic_save_npz(path, coverage=np.concatenate([p["coverage"] for p in parts]),
@@ -821,7 +822,7 @@ def collect_results(cache: ResultCache, plan, alpha: float = 0.1) -> pd.DataFram
                     z["size_finite"][ok]).any() else np.nan
             rows.append(dict(dataset=cfg.dataset, heterogeneity=cfg.heterogeneity, weights=c[2], guarantee=c[1],
                              method=method_label(c[0], c[2]), **met, n_errors=meta["n_errors"],
-                             n_warned=meta.get("n_warned", 0),
+                             n_warned=np.nan if meta.get("n_warned") is None else meta["n_warned"],
                              seconds=meta["seconds"], draw_seconds=meta["draw_seconds"], n_test=cfg.n_test,
                              alpha=cfg.alpha, delta=cfg.delta if c[1] == "ccc" else np.nan, seed=cfg.seed,
                              train_kw=cfg.train_kw))
