@@ -986,7 +986,8 @@ def comparison_markdown(cmp: pd.DataFrame, # output of `compare_with_paper`
         a, c, e = x.loc[key], x.loc["CMC"], x.loc["Eff"]
         eff = f"{e.ours:.2f}" if np.isfinite(e.ours) else \
             f"∞ ({e.ours_finite:.2f} on finite sets, {_pct(e.inf_frac)} ∞)"
-        out.append(f"| {ds} | {a.ours:.2f} ± {a.ours_se:.2f} | {a.paper:.2f} | {a.z:+.1f} | {c.ours:.2f} | "
+        z = f"{a.z:+.1f}" if np.isfinite(a.z) else "–"          # no z when our standard error is 0 (e.g. CCC 100%)
+        out.append(f"| {ds} | {a.ours:.2f} ± {a.ours_se:.2f} | {a.paper:.2f} | {z} | {c.ours:.2f} | "
                    f"{c.paper:.2f} | {eff} | {e.paper:.2f} | "
                    f"{MARKERS[a.marker_ours]} / {MARKERS[a.marker_paper]} |")
     out += ["", f"### All methods: {key} ours / paper (%), band ours/paper", ""]
