@@ -431,6 +431,13 @@ def _need_loc(draw: CalibrationDraw, name: str):
         raise ValueError(f"{name} needs the localized fields of the draw (`loc_cal_scores`, ..., `loc_inverse`); "
                          "build them with `localized_fields(fit_localizer(...), ...)`.")
 
+def _from_localized(draw: CalibrationDraw, q: np.ndarray, fin: np.ndarray) -> np.ndarray:
+    "Thresholds on the score scale for localized levels q (m,): `draw.loc_inverse` where `fin`, +inf elsewhere."
+    out = np.full(draw.m, np.inf)
+    if fin.any():
+        out[fin] = np.asarray(draw.loc_inverse(np.where(fin, q, 1.0)), dtype=float)[fin]
+    return out
+
 def fglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
           seed=0) -> np.ndarray:
     "FGLCP: split conformal on agent 0's localized scores, mapped back to the score scale per test point."
@@ -439,11 +446,7 @@ def fglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, en
     s = draw.loc_cal_scores[0]
     a = alpha if delta is None else ccc_alpha(alpha, delta, s.size)
     q = _split_threshold(s, np.ones_like(s), 1.0 - a, 1.0, draw.m)
-    out = np.full(draw.m, np.inf)
-    fin = np.isfinite(q)
-    if fin.any():
-        out[fin] = np.asarray(draw.loc_inverse(np.where(fin, q, 1.0)), dtype=float)[fin]
-    return out
+    return _from_localized(draw, q, np.isfinite(q))
 
 # %% ../nbs/07_baselines.ipynb #118bdd01
 class _TorchThreads:
@@ -576,11 +579,7 @@ def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *
     est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(
         _agents(draw.loc_cal_scores, draw.loc_cal_weights))
     q = est.threshold(draw.loc_test_weights)
-    out = np.full(draw.m, np.inf)
-    fin = np.isfinite(q) & (q < 1.0)
-    if fin.any():
-        out[fin] = np.asarray(draw.loc_inverse(np.where(fin, q, 1.0)), dtype=float)[fin]
-    return out
+    return _from_localized(draw, q, np.isfinite(q) & (q < 1.0))
 
 # %% ../nbs/07_baselines.ipynb #485ba688
 METHODS: dict[str, Callable] = {"CP": cp, "FCP": fcp, "FCP-QQ": fcp_qq, "FWCP": fwcp, "FWCP-QQ": fwcp_qq,
