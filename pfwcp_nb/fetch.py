@@ -151,11 +151,15 @@ def _star_header(raw: bytes) -> bytes:
 _TEXT_FIXES = {"copy": lambda raw: raw, "crlf": _crlf_headerless, "star": _star_header}
 
 def _read_member(archive: Path, member: str, label: str) -> bytes:
-    with zipfile.ZipFile(archive) as zf:
-        hits = [n for n in zf.namelist() if n.rsplit("/", 1)[-1] == member]
-        if len(hits) != 1:
-            raise FetchError(f"{label}: expected one '{member}' in the archive, found {hits or 'none'}.")
-        return zf.read(hits[0])
+    "The file `member` (by base name) of the zip `archive`; FetchError if it is not exactly once in a valid zip."
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            hits = [n for n in zf.namelist() if n.rsplit("/", 1)[-1] == member]
+            if len(hits) != 1:
+                raise FetchError(f"{label}: expected one '{member}' in the archive, found {hits or 'none'}.")
+            return zf.read(hits[0])
+    except zipfile.BadZipFile as e:
+        raise FetchError(f"{label}: the download is not a valid zip archive: {e}") from e
 
 # %% ../nbs/06b_fetch.ipynb #cbbb6bf1
 CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -223,7 +227,10 @@ def fetch_file(name: str, dest: str | os.PathLike, *, mirror: str | None = None,
         _download(src.url, raw, name, progress)
         if src.prepare == "cifar":
             _expect(raw, CIFAR_TARBALL, "md5", MD5[CIFAR_TARBALL], src.url)
-            cifar_npz(raw, tmp)
+            try:
+                cifar_npz(raw, tmp)
+            except (pickle.UnpicklingError, tarfile.TarError, KeyError, ValueError, EOFError) as e:
+                raise FetchError(f"{name}: {src.url} is not the CIFAR-10 python tarball this needs: {e}") from e
             record = dict(file=name, sha256=file_digest(tmp), source=src.url, source_md5=MD5[CIFAR_TARBALL])
             with _temporary(dest, name + ".source.json") as rec:
                 rec.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -313,7 +320,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--dest", **dest)
     return p
 
-# %% ../nbs/06b_fetch.ipynb #52bb2323
+# %% ../nbs/06b_fetch.ipynb #0cf7865c
+def _text_table(df: pd.DataFrame) -> str:
+    "Left-aligned plain-text columns."
+    w = {c: max(len(c), *(len(str(v)) for v in df[c])) for c in df.columns}
+    return "\n".join("  ".join(str(v).ljust(w[c]) for c, v in zip(df.columns, row)).rstrip()
+                     for row in [list(df.columns)] + df.values.tolist())
+
 def main(argv: list[str] | None = None) -> int:
     "Entry point of `pfwcp-data`; returns the exit status."
     a = _parser().parse_args(argv)
@@ -332,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         st = status_table(a.dest, a.names)
         print(f"data directory: {resolve_data_dir(a.dest)}")
-        print(st.drop(columns="ok").to_string(index=False))
+        print(_text_table(st.drop(columns="ok")))
         if a.command == "verify" and not st.ok.all():
             bad = st.loc[~st.ok, "file"].tolist()
             print(f"pfwcp-data: {len(bad)} file(s) missing or wrong: {', '.join(bad)}; run `pfwcp-data fetch "
@@ -343,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pfwcp-data: error: {e}", file=sys.stderr)
         return 1
 
-# %% ../nbs/06b_fetch.ipynb #0fc53fb1
+# %% ../nbs/06b_fetch.ipynb #a1262c99
 #| eval: false
 if __name__ == "__main__":
     sys.exit(main())
