@@ -104,6 +104,12 @@ def check_file(path: str | os.PathLike) -> tuple[bool, str]:
 # %% ../nbs/06b_fetch.ipynb #5d629c12
 TIMEOUT = 60   # seconds without data before a download fails
 
+def _publish(tmp: Path, target: Path) -> None:
+    "Give the checked temporary file the permissions of a new file (mkstemp made it private) and its real name."
+    umask = os.umask(0); os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, target)
+
 @contextlib.contextmanager
 def _temporary(folder: Path, name: str):
     "A fresh temporary path in `folder` for file `name`; removed on exit unless it was renamed."
@@ -220,7 +226,7 @@ def fetch_file(name: str, dest: str | os.PathLike, *, mirror: str | None = None,
         with _temporary(dest, name) as tmp:
             _download(url, tmp, name, progress)
             _expect(tmp, name, "sha256", SHA256[name], url)
-            os.replace(tmp, target)
+            _publish(tmp, target)
         return f"downloaded from {url}"
     src = ORIGINALS[name]
     with _temporary(dest, name + ".download") as raw, _temporary(dest, name) as tmp:
@@ -234,13 +240,13 @@ def fetch_file(name: str, dest: str | os.PathLike, *, mirror: str | None = None,
             record = dict(file=name, sha256=file_digest(tmp), source=src.url, source_md5=MD5[CIFAR_TARBALL])
             with _temporary(dest, name + ".source.json") as rec:
                 rec.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-                os.replace(rec, _record_path(target))
-            os.replace(tmp, target)
+                _publish(rec, _record_path(target))
+            _publish(tmp, target)
             return f"converted from {src.url} (md5 verified)"
         data = _read_member(raw, src.member, name) if src.member else raw.read_bytes()
         tmp.write_bytes(_TEXT_FIXES[src.prepare](data))
         _expect(tmp, name, "sha256", SHA256[name], src.url)
-        os.replace(tmp, target)
+        _publish(tmp, target)
     return f"downloaded from {src.url}"
 
 def dataset_files(names=None) -> list[str]:

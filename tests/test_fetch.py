@@ -83,6 +83,8 @@ def test_mirror_fetch_then_rerun_skips_and_verify(server, tmp_path, monkeypatch,
     assert set(done) == set(files) and all(v == f"downloaded from {url}/{f}" for f, v in done.items())
     assert {f: (dest / f).read_bytes() for f in files} == files
     assert _leftovers(dest) == sorted(files)                      # no temporary files left
+    umask = os.umask(0); os.umask(umask)
+    assert {(dest / f).stat().st_mode & 0o777 for f in files} == {0o666 & ~umask}   # not mkstemp's 0600
     assert set(F.fetch(None, dest, mirror=url).values()) == {"already verified"}
     capsys.readouterr()
     assert F.main(["verify", "--dest", str(dest)]) == 0
