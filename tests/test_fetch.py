@@ -385,9 +385,7 @@ def test_checksum_table_ships_with_the_package():
     assert f"pfwcp_nb/{F.CHECKSUM_FILE}" in manifest
 
 
-def test_test_flags_on_the_real_data(require_dataset):
+def test_test_flags_on_the_real_data(data_dir):
     "On a data directory with the real files (shared folder or a fetched one), test-flags turns the data cells on."
-    for name in D.DATA_FILES:
-        root = require_dataset(name)
-    r = _run(["test-flags"], {"PFWCP_DATA_DIR": str(root)})
+    r = _run(["test-flags"], {"PFWCP_DATA_DIR": str(data_dir)})
     assert r.returncode == 0 and r.stdout == "data\n", r.stderr
