@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,9 +17,9 @@ import pandas as pd
 # %% auto #0
 __all__ = ['DATASETS', 'TASKS', 'HETEROGENEITY', 'PAPER_SIZES', 'DATA_FILES', 'DATA_SOURCES', 'BIKE_COVARIATES',
            'CRIME_NONPREDICTIVE', 'CRIME_D', 'STAR_COVARIATES', 'SYNTHETIC_D', 'SYNTHETIC_N', 'BRIGHTNESS_LEVELS',
-           'CIFAR_SEVERITIES', 'resolve_data_dir', 'data_path', 'minmax', 'decorrelate', 'load_dataset',
-           'covariate_names', 'shift_parameters', 'brightness', 'Federation', 'make_federation', 'FederatedSplit',
-           'draw_split']
+           'CIFAR_SEVERITIES', 'resolve_data_dir', 'data_path', 'minmax', 'decorrelate', 'crime_column_names',
+           'load_dataset', 'covariate_names', 'shift_parameters', 'brightness', 'Federation', 'make_federation',
+           'FederatedSplit', 'draw_split']
 
 # %% ../nbs/06_data.ipynb #0f50c512
 DATASETS: tuple[str, ...] = ("gaussian", "poisson", "airfoil", "bike", "concrete", "crime", "star",
@@ -32,12 +33,12 @@ PAPER_SIZES: dict[str, tuple[int | None, int]] = {
     "concrete": (1030, 8), "crime": (1994, 41), "star": (3754, 20), "protein": (45730, 9),
     "cifar10c": (10000, 3072)}
 
-# The files each real dataset needs, and where to get them.
+# The files each real dataset needs, and where to get them (`pfwcp-data fetch`, module `fetch`, downloads them).
 DATA_FILES: dict[str, tuple[str, ...]] = {
     "airfoil": ("airfoil_self_noise.dat",),
     "bike": ("hour.csv",),
     "concrete": ("Concrete_Data.xls",),
-    "crime": ("communities.data", "communities_attributes.csv"),
+    "crime": ("communities.data", "communities.names"),
     "star": ("STAR.csv",),
     "protein": ("CASP.csv",),
     "cifar10c": ("cifar10_test.npz",),
@@ -48,14 +49,14 @@ DATA_SOURCES: dict[str, str] = {
             "https://archive.ics.uci.edu/dataset/275/bike+sharing+dataset",
     "concrete": "UCI ML Repository, Concrete Compressive Strength (Concrete_Data.xls): "
                 "https://archive.ics.uci.edu/dataset/165/concrete+compressive+strength",
-    "crime": "UCI ML Repository, Communities and Crime (communities.data; names from communities.names): "
+    "crime": "UCI ML Repository, Communities and Crime (communities.data; column names from the @attribute lines of communities.names): "
              "https://archive.ics.uci.edu/dataset/183/communities+and+crime",
     "star": "Tennessee STAR student data as distributed by the R package AER (data(STAR), written with "
             "write.csv): https://cran.r-project.org/package=AER ; original: Harvard Dataverse, Achilles et al. 2008",
     "protein": "UCI ML Repository, Physicochemical Properties of Protein Tertiary Structure (CASP.csv): "
                "https://archive.ics.uci.edu/dataset/265/physicochemical+properties+of+protein+tertiary+structure",
-    "cifar10c": "CIFAR-10 test set (https://www.cs.toronto.edu/~kriz/cifar.html) saved as an .npz with arrays "
-                "images (10000,32,32,3) uint8 and labels (10000,); see the data README of this project",
+    "cifar10c": "CIFAR-10 test set, cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html, "
+                "as an .npz with arrays images (10000,32,32,3) uint8, labels (10000,) int64 and classes (10,)",
 }
 
 # %% ../nbs/06_data.ipynb #2dec1e11
@@ -76,8 +77,8 @@ def data_path(name: str, data_dir: str | os.PathLike | None = None) -> list[Path
         if not p.is_file():
             raise FileNotFoundError(
                 f"Dataset '{name}' needs the file '{p.name}', which is not in the data directory {root}. "
-                f"Get it from: {DATA_SOURCES[name]}. Then pass data_dir=... or set the environment "
-                f"variable PFWCP_DATA_DIR to the folder that holds it.")
+                f"Get it with `pfwcp-data fetch {name} --dest {root}` (source: {DATA_SOURCES[name]}), "
+                f"then pass data_dir=... or set the environment variable PFWCP_DATA_DIR to the folder that holds it.")
     return paths
 
 def _check_name(name) -> str:
@@ -146,8 +147,15 @@ def decorrelate(X: np.ndarray, d_keep: int) -> np.ndarray:
         keep.pop(drop)
     return np.array(keep)
 
+def crime_column_names(names_file: str | os.PathLike) -> list[str]:
+    "The 128 column names of `communities.data`: the `@attribute NAME type` lines of the UCI file `communities.names`."
+    names = re.findall(r"^@attribute\s+(\S+)\s", Path(names_file).read_text(encoding="ascii"), flags=re.MULTILINE)
+    if len(names) != 128:
+        raise ValueError(f"{names_file}: expected 128 '@attribute' lines (the UCI communities.names), got {len(names)}.")
+    return names
+
 def _read_crime(paths):
-    names = pd.read_csv(paths[1], sep=r"\s+")["attributes"].tolist()
+    names = crime_column_names(paths[1])
     df = pd.read_csv(paths[0], header=None, names=names, na_values="?")
     y = df.pop("ViolentCrimesPerPop").to_numpy(dtype=float)
     df = df.drop(columns=list(CRIME_NONPREDICTIVE))

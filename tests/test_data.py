@@ -1,10 +1,8 @@
 """Tests of pfwcp_nb.data: loaders (shapes, dtypes, preprocessing checked against the raw files), heterogeneity
 simulators (shift direction, oracle ratios), determinism and bad input.
 
-Real-data tests read the files from PFWCP_DATA_DIR (else ./data); they skip when a file is missing unless
-PFWCP_REQUIRE_DATA=1, in which case they fail."""
-import os
-
+Real-data tests read the files from PFWCP_DATA_DIR (else ./data) through the `require_dataset` fixture of
+conftest.py: they skip when a file is missing unless PFWCP_REQUIRE_DATA=1, in which case they fail."""
 import matplotlib.colors as mcolors
 import numpy as np
 import pandas as pd
@@ -19,23 +17,12 @@ EXPECTED = {"airfoil": (1503, 5), "bike": (17379, 9), "concrete": (1030, 8), "cr
             "protein": (45730, 9), "cifar10c": (10000, 3072)}
 
 
-def _need(name):
-    "Path of the data directory if dataset `name` is available; skip (or fail under PFWCP_REQUIRE_DATA=1)."
-    try:
-        D.data_path(name)
-    except FileNotFoundError as e:
-        if os.environ.get("PFWCP_REQUIRE_DATA") == "1":
-            pytest.fail(f"PFWCP_REQUIRE_DATA=1 but {e}")
-        pytest.skip(str(e))
-    return D.resolve_data_dir()
-
-
 # ---------------------------------------------------------------- loaders
 
 @pytest.mark.parametrize("name", D.DATASETS)
-def test_loader_shapes_dtypes_no_nan(name):
+def test_loader_shapes_dtypes_no_nan(name, require_dataset):
     if name in REAL:
-        _need(name)
+        require_dataset(name)
     X, y = D.load_dataset(name)
     assert X.ndim == 2 and y.ndim == 1 and len(X) == len(y)
     assert not np.isnan(X).any() and not np.isnan(y).any()
@@ -56,23 +43,23 @@ def test_loader_shapes_dtypes_no_nan(name):
 
 
 @pytest.mark.parametrize("name", TABULAR)
-def test_minmax_ranges(name):
-    _need(name)
+def test_minmax_ranges(name, require_dataset):
+    require_dataset(name)
     X, _ = D.load_dataset(name)
     np.testing.assert_allclose(X.min(axis=0), 0.0, atol=1e-12)
     np.testing.assert_allclose(X.max(axis=0), 1.0, atol=1e-12)
 
 
-def test_returns_copies():
-    _need("airfoil")
+def test_returns_copies(require_dataset):
+    require_dataset("airfoil")
     X, y = D.load_dataset("airfoil")
     X[:] = -1.0; y[:] = -1.0
     X2, y2 = D.load_dataset("airfoil")
     assert X2.min() == 0.0 and y2.min() > 0
 
 
-def test_airfoil_matches_raw():
-    root = _need("airfoil")
+def test_airfoil_matches_raw(require_dataset):
+    root = require_dataset("airfoil")
     raw = np.loadtxt(root / "airfoil_self_noise.dat")
     X, y = D.load_dataset("airfoil")
     np.testing.assert_array_equal(y, raw[:, 5])
@@ -81,8 +68,8 @@ def test_airfoil_matches_raw():
         np.testing.assert_allclose(X[:, j], (col - col.min()) / (col.max() - col.min()), atol=1e-12)
 
 
-def test_bike_matches_raw():
-    root = _need("bike")
+def test_bike_matches_raw(require_dataset):
+    root = require_dataset("bike")
     df = pd.read_csv(root / "hour.csv")
     X, y = D.load_dataset("bike")
     np.testing.assert_array_equal(y, df["cnt"].to_numpy(float))
@@ -97,8 +84,8 @@ def test_bike_matches_raw():
         assert not any(np.allclose(X[:, j], v) for j in range(X.shape[1]))
 
 
-def test_concrete_matches_csv_export():
-    root = _need("concrete")
+def test_concrete_matches_csv_export(require_dataset):
+    root = require_dataset("concrete")
     if not (root / "Concrete_Data.csv").is_file():
         pytest.skip("Concrete_Data.csv not present")
     csv = np.loadtxt(root / "Concrete_Data.csv", delimiter=",", skiprows=1)
@@ -112,8 +99,8 @@ def test_concrete_matches_csv_export():
     assert np.all(np.abs(X - Xc) <= 3 * 0.05 / span + 1e-12)
 
 
-def test_protein_matches_raw():
-    root = _need("protein")
+def test_protein_matches_raw(require_dataset):
+    root = require_dataset("protein")
     df = pd.read_csv(root / "CASP.csv")
     X, y = D.load_dataset("protein")
     np.testing.assert_array_equal(y, df["RMSD"].to_numpy(float))
@@ -121,9 +108,14 @@ def test_protein_matches_raw():
     np.testing.assert_allclose(X, (v - v.min(0)) / (v.max(0) - v.min(0)), atol=1e-12)
 
 
-def test_crime_selection():
-    root = _need("crime")
-    names = pd.read_csv(root / "communities_attributes.csv", sep=r"\s+")["attributes"].tolist()
+def test_crime_selection(require_dataset):
+    root = require_dataset("crime")
+    names = [line.split()[1] for line in (root / "communities.names").read_text().splitlines()
+             if line.startswith("@attribute ")]
+    assert len(names) == 128 and names[-1] == "ViolentCrimesPerPop"
+    assert D.crime_column_names(root / "communities.names") == names
+    if (root / "communities_attributes.csv").is_file():       # the shared folder's name list agrees
+        assert pd.read_csv(root / "communities_attributes.csv", sep=r"\s+")["attributes"].tolist() == names
     df = pd.read_csv(root / "communities.data", header=None, names=names, na_values="?")
     X, y = D.load_dataset("crime")
     np.testing.assert_array_equal(y, df["ViolentCrimesPerPop"].to_numpy(float))
@@ -157,8 +149,17 @@ def test_decorrelate_drops_duplicates():
         D.decorrelate(X, 0)
 
 
-def test_star_matches_raw():
-    root = _need("star")
+def test_crime_column_names_reads_attribute_lines(tmp_path):
+    f = tmp_path / "communities.names"
+    f.write_text("text that mentions @attribute mid-line\n" + "".join(f"@attribute c{i} numeric\n" for i in range(128)))
+    assert D.crime_column_names(f) == [f"c{i}" for i in range(128)]
+    f.write_text("@attribute a numeric\n@attribute b string\n")
+    with pytest.raises(ValueError, match="expected 128 '@attribute' lines"):
+        D.crime_column_names(f)
+
+
+def test_star_matches_raw(require_dataset):
+    root = require_dataset("star")
     df = pd.read_csv(root / "STAR.csv")
     used = ["gender", "ethnicity", "birth", "stark", "lunchk", "schoolk", "degreek", "ladderk", "experiencek",
             "tethnicityk", "readk", "mathk"]
@@ -179,8 +180,8 @@ def test_star_matches_raw():
         assert np.all(np.sum([col[g] for g in group], axis=0) <= 1)
 
 
-def test_cifar_matches_npz():
-    root = _need("cifar10c")
+def test_cifar_matches_npz(require_dataset):
+    root = require_dataset("cifar10c")
     with np.load(root / "cifar10_test.npz") as z:
         images, labels = z["images"], z["labels"]
     X, y = D.load_dataset("cifar10c")
@@ -230,8 +231,8 @@ def test_cifar_etas(h, S):
     assert np.all(E >= 0)
 
 
-def test_federation_determinism():
-    _need("concrete")
+def test_federation_determinism(require_dataset):
+    require_dataset("concrete")
     f1, f2 = D.make_federation("concrete", seed=4), D.make_federation("concrete", seed=4)
     np.testing.assert_array_equal(f1.shift["zetas"], f2.shift["zetas"])
     assert not np.array_equal(f1.shift["zetas"], D.make_federation("concrete", seed=5).shift["zetas"])
@@ -252,16 +253,16 @@ def test_draw_split_sizes_and_info():
     np.testing.assert_allclose(sp.test_y, sp.test_X.sum(1))
 
 
-def _tilted_pool(name, h="severe", seed=0):
-    _need(name)
+def _tilted_pool(require, name, h="severe", seed=0):
+    require(name)
     fed = D.make_federation(name, h, seed=seed)
     X, y = D.load_dataset(name)
     return fed, X, y
 
 
 @pytest.mark.parametrize("name", ["airfoil", "star"])
-def test_tilting_shifts_in_direction_of_zeta(name):
-    fed, X, _ = _tilted_pool(name)
+def test_tilting_shifts_in_direction_of_zeta(name, require_dataset):
+    fed, X, _ = _tilted_pool(require_dataset, name)
     Z = fed.shift["zetas"]
     q = X.shape[1] // 4
     rng = np.random.default_rng(0)
@@ -279,8 +280,8 @@ def test_tilting_shifts_in_direction_of_zeta(name):
 
 
 @pytest.mark.parametrize("name", ["airfoil", "bike"])
-def test_tilting_samples_pool_rows_with_exp_probabilities(name):
-    fed, X, y = _tilted_pool(name)
+def test_tilting_samples_pool_rows_with_exp_probabilities(name, require_dataset):
+    fed, X, y = _tilted_pool(require_dataset, name)
     k = 3
     Xk, yk, info = fed.sample(k, 30000, 1, return_info=True)
     np.testing.assert_array_equal(Xk, X[info["index"]])
@@ -299,9 +300,9 @@ def test_tilting_samples_pool_rows_with_exp_probabilities(name):
 
 
 @pytest.mark.parametrize("name", ["airfoil", "concrete"])
-def test_oracle_ratio_reweights_agent_k_to_agent_1(name):
+def test_oracle_ratio_reweights_agent_k_to_agent_1(name, require_dataset):
     "Self-normalised weights exp(x'(zeta^1 - zeta^k)) on agent k's sample give agent 1's mean."
-    fed, X, _ = _tilted_pool(name)
+    fed, X, _ = _tilted_pool(require_dataset, name)
     Z = fed.shift["zetas"]
     l1 = X @ Z[0]
     p1 = np.exp(l1 - l1.max()); p1 /= p1.sum()
@@ -377,8 +378,8 @@ def test_brightness_bad_input():
 
 
 @pytest.mark.parametrize("h,S", [("severe", 5), ("mild", 2)])
-def test_cifar_federation(h, S):
-    root = _need("cifar10c")
+def test_cifar_federation(h, S, require_dataset):
+    root = require_dataset("cifar10c")
     with np.load(root / "cifar10_test.npz") as z:
         images, labels = z["images"], z["labels"]
     fed = D.make_federation("cifar10c", h, K=4, seed=3)
@@ -445,9 +446,10 @@ def test_missing_file_error_and_dir_precedence(tmp_path, monkeypatch):
         D.load_dataset("protein")
     msg = str(e.value)
     assert "protein" in msg and "CASP.csv" in msg and "archive.ics.uci.edu" in msg
+    assert f"pfwcp-data fetch protein --dest {tmp_path / 'from_env'}" in msg
     with pytest.raises(FileNotFoundError, match="from_arg"):
         D.load_dataset("protein", data_dir=tmp_path / "from_arg")      # the argument wins over the env
-    with pytest.raises(FileNotFoundError, match="communities_attributes.csv"):
+    with pytest.raises(FileNotFoundError, match="communities.names"):
         (tmp_path / "x").mkdir(); (tmp_path / "x" / "communities.data").write_text("")
         D.make_federation("crime", data_dir=tmp_path / "x")
     monkeypatch.delenv("PFWCP_DATA_DIR")
