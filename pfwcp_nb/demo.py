@@ -5,13 +5,14 @@
 # %% ../nbs/09_demo.ipynb #1351ec63
 from __future__ import annotations
 import argparse
+import sys
 import time
 import warnings
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 from .baselines import toy_draw, run_method
-from .experiments import coverage_metrics
+from .experiments import coverage_metrics, cli_positive_int, cli_nonneg_int, cli_level
 
 # %% auto #0
 __all__ = ['DEMO_METHODS', 'run_demo', 'format_table', 'main']
@@ -55,21 +56,28 @@ def format_table(res: pd.DataFrame, alpha: float = 0.1) -> str:
                      f"{100*r.CMC:>8.2f} {r.Eff:>8.4f} {100*r.inf_frac:>6.1f}")
     return "\n".join(lines)
 
-def main(argv=None):
-    "Entry point of `pfwcp-demo`."
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pfwcp-demo", description=
         "PFWCP vs local CP and FCP-QQ on the synthetic Gaussian covariate shift (K=11, oracle weights, n_k=100).")
-    p.add_argument("--n-sims", type=int, default=200, help="calibration draws (default 200)")
-    p.add_argument("--n-test", type=int, default=500, help="test points per draw (default 500)")
-    p.add_argument("--alpha", type=float, default=0.1)
-    p.add_argument("--delta", type=float, default=0.1)
-    p.add_argument("--heterogeneity", default="severe", choices=["severe", "moderate", "mild"])
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    a = p.parse_args(argv)
+    p.add_argument("--n-sims", type=cli_positive_int, default=200, help="calibration draws (default 200)")
+    p.add_argument("--n-test", type=cli_positive_int, default=500, help="test points per draw (default 500)")
+    p.add_argument("--alpha", type=cli_level, default=0.1, help="miscoverage level, in (0, 1) (default 0.1)")
+    p.add_argument("--delta", type=cli_level, default=0.1,
+                   help="CCC level of PFWCP-CCC: coverage >= 1-alpha with probability >= 1-delta, in (0, 1) (default 0.1)")
+    p.add_argument("--heterogeneity", default="severe", choices=["severe", "moderate", "mild"],
+                   help="strength of the covariate shift between agents (the paper's S3; default severe)")
+    p.add_argument("--seed", type=cli_nonneg_int, default=0,
+                   help="seed of the first draw; draw i uses seed + i (default 0)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide the progress bar (it is shown only when stderr is a terminal anyway)")
+    return p
+
+def main(argv=None) -> None:
+    "Entry point of `pfwcp-demo`: print the table; returns None, i.e. exit status 0 (bad arguments: 2)."
+    a = _parser().parse_args(argv)
     t0 = time.time()
     res = run_demo(a.n_sims, a.n_test, alpha=a.alpha, delta=a.delta, heterogeneity=a.heterogeneity,
-                   seed=a.seed, progress=not a.no_progress)
+                   seed=a.seed, progress=not a.no_progress and sys.stderr.isatty())
     print(f"\nGaussian federation ({a.heterogeneity} shift), K=11, n_k=100, oracle weights, f(X)=0.9·ΣX; "
           f"{a.n_sims} draws × {a.n_test} test points; alpha={a.alpha}, delta={a.delta}\n")
     print(format_table(res, a.alpha))
@@ -77,4 +85,3 @@ def main(argv=None):
           f"{100*(1-a.alpha):.0f}% (PFWCP-CCC targets ≥ {100*(1-a.delta):.0f}%); CMC: mean |coverage - {1-a.alpha}|; "
           f"length: mean length of the finite intervals; inf %: share of test points whose interval is the whole line. "
           f"{time.time()-t0:.1f} s.")
-    return res

@@ -10,9 +10,13 @@ import hashlib
 import json
 import os
 import pickle
+import re
+import shlex
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -23,14 +27,18 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from . import baselines
+from .data import DATASETS, data_path
+
 # %% auto #0
 __all__ = ['MARKERS', 'PAPER_DATASET_ORDER', 'METHOD_ORDER', 'PAPER_TABLES', 'DEFAULT_TRAIN_KW', 'ORACLE_METHODS',
-           'LOCALIZED_METHODS', 'GUARANTEES', 'WEIGHT_KINDS', 'STAR_ZETA', 'DEMO_TRAIN_KW', 'evaluate_thresholds',
-           'coverage_metrics', 'marker', 'TrainedSetup', 'train_setup', 'draw_seed', 'sample_draw',
-           'pool_localizer_samples', 'RunConfig', 'method_label', 'load_cell', 'ResultCache', 'ensure_setup',
-           'run_chunk', 'default_methods', 'run_grid', 'collect_results', 'run_experiment', 'paper_table', 'se_table',
-           'compare_with_paper', 'comparison_markdown', 'plot_boxplots', 'plot_coverage_efficiency', 'figure1_star',
-           'plot_figure1', 'write_outputs', 'main', 'cli_run']
+           'LOCALIZED_METHODS', 'GUARANTEES', 'WEIGHT_KINDS', 'STAR_ZETA', 'TRAIN_KW_KEYS', 'DEMO_TRAIN_KW',
+           'evaluate_thresholds', 'coverage_metrics', 'marker', 'TrainedSetup', 'train_setup', 'draw_seed',
+           'sample_draw', 'pool_localizer_samples', 'RunConfig', 'method_label', 'load_cell', 'ResultCache',
+           'ensure_setup', 'run_chunk', 'default_methods', 'run_grid', 'collect_results', 'run_experiment',
+           'paper_table', 'se_table', 'compare_with_paper', 'comparison_markdown', 'plot_boxplots',
+           'plot_coverage_efficiency', 'figure1_star', 'plot_figure1', 'write_outputs', 'cli_positive_int',
+           'cli_nonneg_int', 'cli_level', 'cli_train_kw', 'cli_exclude_cell', 'main', 'cli_run']
 
 # %% ../nbs/08_experiments.ipynb #a57bd4e5
 def evaluate_thresholds(task: str, # "regression" or "classification"
@@ -1135,7 +1143,8 @@ _KEY_COLS = ["dataset", "heterogeneity", "weights", "guarantee", "method", "n_si
 
 def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float = 0.1, figures: bool = True,
                   command: str | None = None) -> list[Path]:
-    "Write results.csv (merged), tables_<guarantee>_<heterogeneity>.md, compare_<guarantee>.md and figures; return the paths."
+    """Write results.csv (merged), tables_<guarantee>_<heterogeneity>.md, compare_<guarantee>.md and figures (removing
+    the boxplots_*/coverage_efficiency_* figures this run does not produce); return the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -1181,6 +1190,8 @@ def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float
         written += _write_figures(df, out, alpha=alpha, delta=delta)
     return written
 
+_OWNED_FIGURE = re.compile(r"(boxplots_.+|coverage_efficiency)_(mc|ccc)_(severe|moderate|mild)\.png")   # names `write_outputs` writes
+
 def _write_figures(df, out: Path, *, alpha, delta) -> list[Path]:
     import matplotlib
     import matplotlib.pyplot as plt
@@ -1203,44 +1214,131 @@ def _write_figures(df, out: Path, *, alpha, delta) -> list[Path]:
                 continue
             p = figdir / f"coverage_efficiency_{g}_{het}.png"
             ax.figure.tight_layout(); ax.figure.savefig(p, dpi=120); plt.close(ax.figure); paths.append(p)
+    for f in sorted(figdir.iterdir()):                  # figures of earlier runs that this run does not produce
+        if _OWNED_FIGURE.fullmatch(f.name) and f not in paths:
+            f.unlink()
     return paths
 
-# %% ../nbs/08_experiments.ipynb #51b6134d
+# %% ../nbs/08_experiments.ipynb #da2cbb2e
+def cli_positive_int(text: str) -> int:
+    "argparse `type=`: an integer >= 1 (`--n-sims`, `--n-test`, `--jobs`, `--chunk-size`)."
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (>= 1), got {v}")
+    return v
+
+def cli_nonneg_int(text: str) -> int:
+    "argparse `type=`: an integer >= 0 (`--seed`)."
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {v}")
+    return v
+
+def cli_level(text: str) -> float:
+    "argparse `type=`: a number strictly between 0 and 1 (`--alpha`, `--delta`)."
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0.0 < v < 1.0:                      # NaN fails this test too
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
+    return v
+
+TRAIN_KW_KEYS = ("predictor", "ratios", "fwcp", "localizer")   # the models `train_setup` trains
+
+def cli_train_kw(text: str) -> dict:
+    "argparse `type=`: a JSON object {model: {keyword: value}} with models among `TRAIN_KW_KEYS` (`--train-kw`)."
+    try:
+        v = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e}); e.g. '{{\"predictor\": {{\"epochs\": 500}}}}'") from None
+    if not isinstance(v, dict) or not all(isinstance(x, dict) for x in v.values()):
+        raise argparse.ArgumentTypeError(f"must be a JSON object of objects, e.g. '{{\"predictor\": {{\"epochs\": 500}}}}', got {text!r}")
+    bad = [k for k in v if k not in TRAIN_KW_KEYS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown model(s) {bad}; choose among {list(TRAIN_KW_KEYS)}")
+    return v
+
+def cli_exclude_cell(text: str) -> str:
+    "argparse `type=`: METHOD:GUARANTEE with METHOD in `baselines.METHODS` and GUARANTEE mc or ccc (`--exclude`)."
+    m, sep, g = text.partition(":")
+    if not sep or m not in baselines.METHODS or g not in GUARANTEES:
+        raise argparse.ArgumentTypeError(f"must be METHOD:GUARANTEE with METHOD in {list(baselines.METHODS)} and "
+                                         f"GUARANTEE in {list(GUARANTEES)}, got {text!r}")
+    return text
+
+# %% ../nbs/08_experiments.ipynb #800b3b71
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pfwcp-experiments",
                                 description="Run the paper's experiments (Section 3): metrics MC/CCC, CMC, Eff of every "
                                             "method, tables in the paper's layout, figures. Resumable: rerun the same "
                                             "command to continue an interrupted run.")
-    p.add_argument("--datasets", nargs="+", default=["gaussian", "poisson"],
-                   help="datasets, or 'all' for the nine (default: the synthetic gaussian poisson)")
-    p.add_argument("--methods", nargs="+", default=None, help="methods of baselines.METHODS (default: all)")
+    p.add_argument("--datasets", nargs="+", default=["gaussian", "poisson"], choices=("all",) + tuple(DATASETS),
+                   metavar="DATASET", help=f"datasets among {', '.join(DATASETS)}, or 'all' for the nine "
+                                           "(default: the synthetic gaussian poisson, which need no data files)")
+    p.add_argument("--methods", nargs="+", default=None, choices=list(baselines.METHODS), metavar="METHOD",
+                   help=f"methods among {', '.join(baselines.METHODS)} (default: all; with oracle weights the "
+                        "weight-using ones)")
     p.add_argument("--guarantee", nargs="+", default=list(GUARANTEES), choices=GUARANTEES,
                    help="mc and/or ccc (default: both, from the same draws)")
-    p.add_argument("--heterogeneity", nargs="+", default=["severe"], choices=("severe", "moderate", "mild"))
+    p.add_argument("--heterogeneity", nargs="+", default=["severe"], choices=("severe", "moderate", "mild"),
+                   help="strength of the covariate shift between agents (the paper's S3; default severe)")
     p.add_argument("--weights", nargs="+", default=["estimated"], choices=WEIGHT_KINDS,
-                   help="estimated and/or oracle density-ratio weights")
-    p.add_argument("--n-sims", type=int, default=500, help="calibration draws (paper: 500)")
-    p.add_argument("--n-test", type=int, default=500, help="test points per draw (paper: 500)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--alpha", type=float, default=0.1)
-    p.add_argument("--delta", type=float, default=0.1)
+                   help="estimated and/or oracle density-ratio weights (default estimated)")
+    p.add_argument("--n-sims", type=cli_positive_int, default=500, help="calibration draws (default and paper: 500)")
+    p.add_argument("--n-test", type=cli_positive_int, default=500, help="test points per draw (default and paper: 500)")
+    p.add_argument("--seed", type=cli_nonneg_int, default=0,
+                   help="seed of the shift parameters, the training split and training; draw i uses its own "
+                        "stream of this seed (default 0)")
+    p.add_argument("--alpha", type=cli_level, default=0.1, help="miscoverage level, in (0, 1) (default 0.1)")
+    p.add_argument("--delta", type=cli_level, default=0.1,
+                   help="CCC level: coverage >= 1-alpha with probability >= 1-delta over the calibration draw, "
+                        "in (0, 1) (default 0.1)")
     p.add_argument("--engine", default="exact", choices=("exact", "mc"),
                    help="coverage engine of Procedure 1 / the one-shot tau search (default exact)")
     p.add_argument("--out", default="pfwcp_results", help="output directory (tables, CSV, figures, cache)")
     p.add_argument("--cache", default=None, help="cache directory (default OUT/cache)")
     p.add_argument("--data-dir", default=None, help="data directory (default $PFWCP_DATA_DIR, else ./data)")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (one thread each)")
-    p.add_argument("--chunk-size", type=int, default=25, help="draws per unit of work / checkpoint")
-    p.add_argument("--train-kw", default=None, help="JSON training overrides, e.g. '{\"predictor\": {\"epochs\": 500}}'")
-    p.add_argument("--exclude", nargs="+", default=[], metavar="METHOD:GUARANTEE",
+    p.add_argument("--jobs", type=cli_positive_int, default=1, help="worker processes (one thread each; default 1)")
+    p.add_argument("--chunk-size", type=cli_positive_int, default=25, help="draws per unit of work / checkpoint (default 25)")
+    p.add_argument("--train-kw", type=cli_train_kw, default=None,
+                   help="JSON training overrides per model, e.g. '{\"predictor\": {\"epochs\": 500}}'")
+    p.add_argument("--exclude", nargs="+", type=cli_exclude_cell, default=[], metavar="METHOD:GUARANTEE",
                    help="cells to leave out, e.g. osPFWCP:mc osPFWGLCP:mc")
     p.add_argument("--figure1", action="store_true", help="also compute Figure 1 on star (1000 x 1000 draws)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars (they are shown only when stderr is a terminal anyway)")
     return p
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    "Parse and cross-check the arguments; every mistake ends in `parser.error` (usage line, exit status 2)."
+    p = _parser()
+    a = p.parse_args(argv)
+    if "all" in a.datasets and len(a.datasets) > 1:
+        p.error(f"argument --datasets: 'all' cannot be combined with other datasets, got {a.datasets}")
+    a.datasets = list(DATASETS) if a.datasets == ["all"] else list(dict.fromkeys(a.datasets))
+    if a.data_dir is not None and not Path(a.data_dir).is_dir():
+        p.error(f"argument --data-dir: {a.data_dir!r} is not a directory")
+    for ds in a.datasets + (["star"] if a.figure1 else []):
+        try:
+            data_path(ds, a.data_dir)           # checks that the dataset's files are there, names the missing one
+        except FileNotFoundError as e:
+            p.error(f"argument --datasets: {e}")
+    for opt, path in (("--out", a.out), ("--cache", a.cache)):
+        if path is not None and Path(path).exists() and not Path(path).is_dir():
+            p.error(f"argument {opt}: {path!r} exists and is not a directory")
+    return a
+
+#| export
 def main(argv: Sequence[str] | None = None) -> None:
-    "Entry point of `pfwcp-experiments` (`argv`: the arguments, default `sys.argv[1:]`)."
+    "Entry point of `pfwcp-experiments` (`argv`: the arguments, default `sys.argv[1:]`); returns None, i.e. exit status 0."
     cli_run(argv)
 
 def _raise_interrupt(signum, frame):
@@ -1248,33 +1346,23 @@ def _raise_interrupt(signum, frame):
 
 def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
     "`pfwcp-experiments` as a function: parse `argv`, run, write the outputs, return the results DataFrame."
-    from pfwcp_nb.data import DATASETS
-    args = _parser().parse_args(argv)
-    datasets = list(DATASETS) if args.datasets == ["all"] else args.datasets
-    bad = [d for d in datasets if d not in DATASETS]
-    if bad:
-        raise SystemExit(f"pfwcp-experiments: unknown dataset(s) {bad}; choose from {list(DATASETS)} or 'all'.")
-    try:
-        train_kw = json.loads(args.train_kw) if args.train_kw else None
-    except json.JSONDecodeError as e:
-        raise SystemExit(f"pfwcp-experiments: --train-kw is not valid JSON ({e}).")
+    args = _parse(argv)
+    progress = not args.no_progress and sys.stderr.isatty()     # no bars in logs and pipes
     out = Path(args.out)
     cache = Path(args.cache) if args.cache else out / "cache"
-    import shlex
     command = "pfwcp-experiments " + shlex.join(sys.argv[1:] if argv is None else list(argv))
-    import signal, threading
     if threading.current_thread() is threading.main_thread():   # `kill PID` stops the run like Ctrl-C (workers too)
         signal.signal(signal.SIGTERM, _raise_interrupt)
     t0 = time.time()
-    df = run_grid(datasets, args.methods, args.guarantee, heterogeneity=args.heterogeneity, weights=args.weights,
+    df = run_grid(args.datasets, args.methods, args.guarantee, heterogeneity=args.heterogeneity, weights=args.weights,
                   n_sims=args.n_sims, n_test=args.n_test, alpha=args.alpha, delta=args.delta, seed=args.seed,
-                  engine=args.engine, train_kw=train_kw, data_dir=args.data_dir, cache_dir=cache, jobs=args.jobs,
-                  chunk_size=args.chunk_size, exclude=args.exclude, progress=not args.no_progress)
+                  engine=args.engine, train_kw=args.train_kw, data_dir=args.data_dir, cache_dir=cache, jobs=args.jobs,
+                  chunk_size=args.chunk_size, exclude=args.exclude, progress=progress)
     wall = time.time() - t0
     paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command)
     if args.figure1:
         import matplotlib.pyplot as plt
-        res = figure1_star(alpha=args.alpha, seed=args.seed, data_dir=args.data_dir, progress=not args.no_progress)
+        res = figure1_star(alpha=args.alpha, seed=args.seed, data_dir=args.data_dir, progress=progress)
         np.savez(out / "figure1_star.npz", **res)
         ax = plot_figure1(res, args.alpha)
         (out / "figures").mkdir(exist_ok=True)

@@ -12,8 +12,10 @@ __all__ = ['WQ_TOL', 'weighted_quantile', 'effective_sample_size', 'quantile_of_
 # %% ../nbs/00_quantiles.ipynb #1489f94a
 WQ_TOL: float = 1e-12  # relative tolerance of the comparison F(x) >= level (see the text)
 
-def _as_weights(weights, name: str = "weights", n: int | None = None) -> np.ndarray:
-    "Validate a 1-D weight vector: finite, non-negative, not all zero, optional length check."
+def _as_weights(weights, name: str = "weights", n: int | None = None,
+                allow_all_zero: bool = False, # True: an all-zero vector is valid (the caller handles it)
+               ) -> np.ndarray:
+    "Validate a 1-D weight vector: finite, non-negative, not all zero (unless allowed), optional length check."
     w = np.asarray(weights, dtype=float)
     if w.ndim != 1:
         raise ValueError(f"`{name}` must be a 1-D array, got shape {w.shape}.")
@@ -25,7 +27,7 @@ def _as_weights(weights, name: str = "weights", n: int | None = None) -> np.ndar
         raise ValueError(f"`{name}` contains NaN or inf; density-ratio weights must be finite.")
     if np.any(w < 0):
         raise ValueError(f"`{name}` contains negative entries; weights must be >= 0.")
-    if not np.any(w > 0):
+    if not allow_all_zero and not np.any(w > 0):
         raise ValueError(f"`{name}` are all zero; at least one weight must be positive.")
     return w
 
@@ -37,7 +39,7 @@ def _check_level(level, name: str = "level") -> float:
 
 # %% ../nbs/00_quantiles.ipynb #f3109c7b
 def weighted_quantile(values, # scores v_1..v_n (1-D, may contain ties; NaN not allowed)
-                      weights, # weights w_1..w_n >= 0, not all zero
+                      weights, # weights w_1..w_n >= 0; all zero only with a positive `inf_weight`
                       level: float, # quantile level in (0, 1]
                       inf_weight=0.0, # mass at +inf: a scalar, or a 1-D array of m test weights
                      ) -> float | np.ndarray: # float for scalar `inf_weight`, else an array (m,)
@@ -47,17 +49,21 @@ def weighted_quantile(values, # scores v_1..v_n (1-D, may contain ties; NaN not 
         raise ValueError(f"`values` must be a 1-D array, got shape {v.shape}.")
     if np.any(np.isnan(v)):
         raise ValueError("`values` contains NaN; remove or impute those scores first.")
-    w = _as_weights(weights, "weights", n=v.size)
+    w = _as_weights(weights, "weights", n=v.size, allow_all_zero=True)
     level = _check_level(level)
     w_inf = np.asarray(inf_weight, dtype=float)
     if w_inf.ndim > 1:
         raise ValueError(f"`inf_weight` must be a scalar or a 1-D array of test weights, got shape {w_inf.shape}.")
     if not np.all(np.isfinite(w_inf)) or np.any(w_inf < 0):
         raise ValueError("`inf_weight` must be finite and >= 0 (it is the test point's weight).")
+    if not np.any(w > 0) and np.any(w_inf == 0):   # no mass at all: the distribution is undefined
+        raise ValueError("`weights` are all zero and `inf_weight` is 0" + ("" if w_inf.ndim == 0 else " for some test points")
+                         + ": there is no mass to take a quantile of; at least one weight must be positive.")
     order = np.argsort(v, kind="stable")
     v_sorted, cum = v[order], np.cumsum(w[order])
     target = level * (cum[-1] + w_inf) * (1.0 - WQ_TOL)
-    idx = np.searchsorted(cum, target, side="left")
+    idx = (np.searchsorted(cum, target, side="left") if cum[-1] > 0
+           else np.full(w_inf.shape, v.size))     # all calibration weights zero: a point mass at +inf
     out = np.where(idx < v.size, v_sorted[np.minimum(idx, v.size - 1)], np.inf)
     return float(out) if out.ndim == 0 else out
 

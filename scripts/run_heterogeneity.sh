@@ -3,7 +3,7 @@
 # N_SIMS / N_TEST default to the paper's 500 x 500; set them smaller for a quick look.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PFWCP_DATA_DIR=${PFWCP_DATA_DIR:-../shared/data}
+export PFWCP_DATA_DIR="${PFWCP_DATA_DIR:-$(cd .. && pwd)/shared/data}"   # absolute: the shared data beside the clone
 JOBS=${JOBS:-2}
 N_SIMS=${N_SIMS:-500}; N_TEST=${N_TEST:-500}
 for H in moderate mild; do

@@ -3,7 +3,7 @@
 # run_paper_tables.sh; rows are merged into results/severe/results.csv and its tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PFWCP_DATA_DIR=${PFWCP_DATA_DIR:-../shared/data}
+export PFWCP_DATA_DIR="${PFWCP_DATA_DIR:-$(cd .. && pwd)/shared/data}"   # absolute: the shared data beside the clone
 JOBS=${JOBS:-2}
 N_SIMS=${N_SIMS:-500}; N_TEST=${N_TEST:-500}; OUT=${OUT:-results/severe}
 mkdir -p "$OUT"

@@ -5,7 +5,7 @@
 # Resumable: rerun the same command after an interruption. Wall time is appended to results/severe/runs.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PFWCP_DATA_DIR=${PFWCP_DATA_DIR:-../shared/data}
+export PFWCP_DATA_DIR="${PFWCP_DATA_DIR:-$(cd .. && pwd)/shared/data}"   # absolute: the shared data beside the clone
 JOBS=${JOBS:-2}
 mkdir -p results/severe
 python -m pfwcp_nb.experiments --datasets all --guarantee mc ccc --heterogeneity severe --weights estimated \

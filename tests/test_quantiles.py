@@ -75,7 +75,7 @@ def test_quantile_of_quantiles_equals_brute_force():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(values=[1., 2.], weights=[1., np.nan], level=0.5), "weights.*NaN"),
     (dict(values=[1., 2.], weights=[1., -1.], level=0.5), "weights.*negative"),
-    (dict(values=[1., 2.], weights=[0., 0.], level=0.5), "weights.*all zero"),
+    (dict(values=[1., 2.], weights=[0., 0.], level=0.5), "weights.*all zero.*inf_weight"),
     (dict(values=[1., 2.], weights=[1., 1., 1.], level=0.5), "weights.*length"),
     (dict(values=[], weights=[], level=0.5), "empty"),
     (dict(values=[1., 2.], weights=[1., 1.], level=0.0), "level"),
@@ -96,3 +96,43 @@ def test_bad_input_other_functions():
         quantile_of_quantiles([1.0, np.nan], [1, 1], 0.5)
     with pytest.raises(ValueError, match="length"):
         quantile_of_quantiles([1.0, 2.0], [1, 1, 1], 0.5)
+
+
+# ---------------------------------------------------------------- all calibration weights zero (issue 10)
+
+@settings(max_examples=100, deadline=None)
+@given(v=arrays(np.float64, st.integers(1, 20), elements=st.floats(-1e3, 1e3)),
+       level=st.floats(1e-6, 1.0), w_inf=st.floats(5e-324, 1e6))
+def test_all_zero_weights_positive_test_weight_is_a_point_mass_at_inf(v, level, w_inf):
+    "All finite weights zero, a positive test weight: the measure is a point mass at +inf, the quantile +inf."
+    assert weighted_quantile(v, np.zeros(v.size), level, inf_weight=w_inf) == np.inf
+    # the limit of vanishing calibration weights (level >= 1e-6 > their share of the mass) agrees
+    assert weighted_quantile(v, np.full(v.size, 1e-300), level, inf_weight=1.0) == np.inf
+
+
+@settings(max_examples=100, deadline=None)
+@given(v=arrays(np.float64, st.integers(1, 20), elements=st.floats(-1e3, 1e3)),
+       tw=arrays(np.float64, st.integers(1, 30), elements=st.sampled_from([0.0, 1e-300, 0.5, 3.0])),
+       level=st.floats(1e-6, 1.0))
+def test_all_zero_weights_batched(v, tw, level):
+    "Batched: all +inf when every test weight is positive; a ValueError naming both arguments as soon as one is 0."
+    z = np.zeros(v.size)
+    if np.all(tw > 0):
+        np.testing.assert_array_equal(weighted_quantile(v, z, level, inf_weight=tw), np.full(tw.size, np.inf))
+    else:
+        with pytest.raises(ValueError, match=r"`weights` are all zero and `inf_weight` is 0 for some test points"):
+            weighted_quantile(v, z, level, inf_weight=tw)
+    # with one positive calibration weight the zero test weights are fine and agree with the scalar calls
+    w = z.copy(); w[0] = 1.0
+    q = weighted_quantile(v, w, level, inf_weight=tw)
+    np.testing.assert_array_equal(q, [weighted_quantile(v, w, level, inf_weight=t) for t in tw])
+    np.testing.assert_array_equal(q, [brute_quantile(v, w, level, t) for t in tw])
+
+
+def test_all_zero_weights_and_zero_test_weight_is_an_error():
+    for iw in (0.0, 0, np.float64(0.0)):
+        with pytest.raises(ValueError, match=r"`weights` are all zero and `inf_weight` is 0"):
+            weighted_quantile([1.0, 2.0], [0.0, 0.0], 0.5, inf_weight=iw)
+    # effective_sample_size stays undefined (0/0) for all-zero weights
+    with pytest.raises(ValueError, match="all zero"):
+        effective_sample_size(np.zeros(5))

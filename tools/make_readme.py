@@ -1,7 +1,9 @@
 """Write README.md from nbs/index.ipynb (Quarto, and so `nbdev_readme`, is not available here).
 
 Cells marked `#| hide` are dropped and `#|` directive lines removed; the rest is exported with nbconvert's
-markdown exporter, outputs included. `python tools/make_readme.py --check` exits 1 if README.md is out of date.
+markdown exporter, outputs included; code cells become ```python blocks, which must run as copied (each on its own,
+in a fresh interpreter: tests/test_readme.py executes them). `python tools/make_readme.py --check` exits 1 if
+README.md is out of date.
 """
 import sys, copy
 from pathlib import Path
@@ -22,6 +24,7 @@ def readme_text() -> str:
         c.source = "\n".join(l for l in lines if not l.strip().startswith("#|")).strip("\n")
         cells.append(c)
     nb.cells = cells
+    nb.metadata["language_info"] = {"name": "python"}    # code cells become ```python blocks (tests/test_readme.py runs them)
     body, _ = MarkdownExporter().from_notebook_node(nb)
     return "<!-- generated from nbs/index.ipynb by tools/make_readme.py: edit the notebook, not this file -->\n\n" + body.strip() + "\n"
 

@@ -1,0 +1,102 @@
+"""The installed console scripts `pfwcp-experiments` and `pfwcp-demo`, run in a subprocess as a user would: exit status
+0 on success, 2 with argparse's usage line and the offending option (no traceback) for every bad value, help text
+for every option, and no progress bars when stderr is not a terminal."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pfwcp_nb import demo, experiments
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"console script {name!r} not on PATH: install the package first (pip install -e .)")
+    return path
+
+
+def _run(name: str, args, cwd, timeout: int = 120) -> subprocess.CompletedProcess:
+    "Run the installed script with this checkout first on the import path (stderr is a pipe, not a terminal)."
+    env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    return subprocess.run([_script(name), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _check_usage_error(r: subprocess.CompletedProcess, prog: str, option: str):
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert r.stderr.startswith(f"usage: {prog}"), r.stderr[-2000:]
+    assert f"{prog}: error: argument {option}" in r.stderr, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+EXPERIMENTS_BAD = [
+    (["--n-sims", "-3"], "--n-sims"), (["--n-sims", "ten"], "--n-sims"), (["--n-test", "0"], "--n-test"),
+    (["--alpha", "1.5"], "--alpha"), (["--alpha", "0"], "--alpha"), (["--delta", "0"], "--delta"),
+    (["--delta", "nan"], "--delta"), (["--jobs", "0"], "--jobs"), (["--chunk-size", "0"], "--chunk-size"),
+    (["--seed", "-1"], "--seed"), (["--methods", "NOPE"], "--methods"), (["--exclude", "foo"], "--exclude"),
+    (["--exclude", "NOPE:mc"], "--exclude"), (["--exclude", "PFWCP:pac"], "--exclude"),
+    (["--datasets", "nope"], "--datasets"), (["--datasets", "all", "gaussian"], "--datasets"),
+    (["--guarantee", "pac"], "--guarantee"), (["--heterogeneity", "extreme"], "--heterogeneity"),
+    (["--weights", "orcl"], "--weights"), (["--engine", "fast"], "--engine"), (["--train-kw", "{bad"], "--train-kw"),
+    (["--train-kw", "[1, 2]"], "--train-kw"), (["--train-kw", '{"predictr": {"epochs": 5}}'], "--train-kw"),
+    (["--data-dir", "no/such/dir"], "--data-dir"), (["--datasets", "airfoil", "--data-dir", "."], "--datasets"),
+    (["--figure1", "--data-dir", "."], "--datasets"), (["--out", "a_file"], "--out"),
+]
+
+
+@pytest.mark.parametrize("args, option", EXPERIMENTS_BAD, ids=[" ".join(a) for a, _ in EXPERIMENTS_BAD])
+def test_experiments_bad_value_exits_2_with_usage(args, option, tmp_path):
+    (tmp_path / "a_file").write_text("not a directory")
+    r = _run("pfwcp-experiments", args, tmp_path, timeout=60)
+    _check_usage_error(r, "pfwcp-experiments", option)
+    assert not (tmp_path / "pfwcp_results").exists()          # nothing ran
+
+
+DEMO_BAD = [(["--alpha", "1.5"], "--alpha"), (["--n-sims", "-1"], "--n-sims"), (["--n-test", "0"], "--n-test"),
+            (["--delta", "1"], "--delta"), (["--seed", "-1"], "--seed"), (["--heterogeneity", "extreme"], "--heterogeneity")]
+
+
+@pytest.mark.parametrize("args, option", DEMO_BAD, ids=[" ".join(a) for a, _ in DEMO_BAD])
+def test_demo_bad_value_exits_2_with_usage(args, option, tmp_path):
+    _check_usage_error(_run("pfwcp-demo", args, tmp_path, timeout=60), "pfwcp-demo", option)
+
+
+def test_demo_success_exits_0_without_progress_bar(tmp_path):
+    r = _run("pfwcp-demo", ["--n-sims", "3", "--n-test", "40", "--seed", "1"], tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "PFWCP-CCC" in r.stdout and "Traceback" not in r.stderr
+    assert "calibration draws" not in r.stderr               # tqdm's bar is off: stderr is a pipe
+    assert "method" not in r.stderr                          # the DataFrame is not passed to sys.exit
+
+
+def test_experiments_success_exits_0_without_progress_bar(tmp_path):
+    kw = json.dumps({"predictor": {"epochs": 5}, "ratios": {"epochs": 5}})
+    r = _run("pfwcp-experiments", ["--datasets", "gaussian", "--methods", "CP", "FCP", "--guarantee", "mc",
+                                   "--n-sims", "2", "--n-test", "20", "--chunk-size", "2", "--train-kw", kw,
+                                   "--out", "out", "--no-figures"], tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "MC, severe heterogeneity" in r.stdout and "Traceback" not in r.stderr
+    assert "chunks" not in r.stderr and "it/s" not in r.stderr    # no progress bars in a pipe
+    res = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert sorted(res.method) == ["CP", "FCP"] and (res.n_sims == 2).all()
+
+
+@pytest.mark.parametrize("prog", ["pfwcp-experiments", "pfwcp-demo"])
+def test_help_exits_0(prog, tmp_path):
+    r = _run(prog, ["--help"], tmp_path, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(f"usage: {prog}")
+
+
+@pytest.mark.parametrize("parser", [experiments._parser, demo._parser], ids=["experiments", "demo"])
+def test_every_option_has_help(parser):
+    p = parser()
+    for a in p._actions:
+        assert a.help and a.help.strip(), f"{p.prog}: option {a.option_strings} has no help text"
