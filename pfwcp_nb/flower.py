@@ -19,8 +19,9 @@ from .pfwcp import (PROTOCOL_VERSION, PFWCP, AgentCalibration, AgentMessage, Age
 from .oneshot import OneShotPFWCP
 
 # %% auto #0
-__all__ = ['RECORD', 'REQUESTS', 'METHODS', 'request', 'pack', 'unpack', 'agent_reply', 'agent_client_app', 'ask_agents',
-           'collect_summaries', 'thresholds_over_flower', 'simulate_many', 'simulate']
+__all__ = ['RECORD', 'REQUESTS', 'METHODS', 'client_app', 'server_app', 'request', 'pack', 'unpack', 'agent_reply',
+           'agent_client_app', 'ask_agents', 'collect_summaries', 'thresholds_over_flower', 'simulate_many', 'simulate',
+           'load_node_agent', 'deployed_main']
 
 # %% ../nbs/10_flower.ipynb #35ef15d3
 RECORD = "pfwcp"   # name of the one ConfigRecord in every pfwcp Flower message
@@ -184,3 +185,26 @@ def simulate(scores, weights, test_weights, alpha: float = 0.1, delta: float | N
     "PFWCP or osPFWCP over Flower's simulation engine, one SuperNode per agent; equals the in-process estimator."
     return simulate_many(scores, weights, test_weights, [dict(alpha=alpha, delta=delta, method=method, **kw)],
                          num_cpus=num_cpus, timings=timings)[0]
+
+# %% ../nbs/10_flower.ipynb #c9f1a002
+def load_node_agent(context: Context) -> AgentCalibration:
+    "A deployed SuperNode's agent: scores and weights from the `.npz` at `node_config['data-path']`."
+    path = Path(str(context.node_config["data-path"]))
+    if not path.is_file():
+        raise FileNotFoundError(f"node_config data-path {path} does not exist: start the SuperNode with "
+                                "--node-config 'partition-id=K data-path=\"/path/agent_K.npz\"'.")
+    with np.load(path) as z:
+        return AgentCalibration(z["scores"], z["weights"])
+
+client_app = agent_client_app(load_node_agent)
+server_app = ServerApp()
+
+@server_app.main()
+def deployed_main(grid: Grid, context: Context) -> None:
+    "All four runs (PFWCP, osPFWCP; MC, CCC) on the deployed federation; thresholds to run_config['out'] (.npz)."
+    c = context.run_config
+    tw = np.load(str(c["test-weights"]))
+    nodes, summ = collect_summaries(grid, tw.shape[1], timeout=float(c["node-timeout"]))
+    out = {f"{me}-{cr}": thresholds_over_flower(grid, nodes, summ, tw, float(c["alpha"]), de, method=me)
+           for me in METHODS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
+    np.savez(str(c["out"]), **out)
