@@ -212,6 +212,7 @@ class _ThresholdPredictor:
             raise ValueError(f"`probs` must have shape (m={q.size}, C), got {p.shape}.")
         return (1.0 - p) <= q[:, None]
 
+# %% ../nbs/02b_pfwcp.ipynb #a6c1b008
 class PFWCP(_ThresholdPredictor):
     "Personalized federated weighted conformal prediction: Procedure 1 + weighted quantile of local weighted quantiles."
     def __init__(self,
