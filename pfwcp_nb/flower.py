@@ -144,7 +144,7 @@ def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test age
                   test_weights, # (m, K) omega^k(X_j)
                   runs, # list of dicts: alpha, delta, method and estimator options per run
                   *,
-                  num_cpus: float = 1.0, # CPUs per virtual SuperNode (Ray runs floor(cores / num_cpus) at once)
+                  actors: int = 1, # Ray actors running the SuperNodes' ClientApps (a query takes an agent milliseconds)
                   client_mods: list | None = None, # Flower client mods for every SuperNode
                   timings: dict | None = None, # if given, filled with wall times (s): summaries, runs, total
                  ) -> list: # thresholds (m,) per run
@@ -172,7 +172,10 @@ def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test age
             times["runs"].append(time.perf_counter() - t1)
 
     client = agent_client_app(lambda ctx: agents[int(ctx.node_config["partition-id"])], mods=client_mods)
-    run_simulation(server, client, num_supernodes=K, backend_config={"client_resources": {"num_cpus": num_cpus}})
+    if not (isinstance(actors, (int, np.integer)) and actors >= 1):
+        raise ValueError(f"`actors` must be a positive integer, got {actors!r}.")
+    run_simulation(server, client, num_supernodes=K,      # Ray sees `actors` CPUs, each actor takes one
+                   backend_config={"client_resources": {"num_cpus": 1}, "init_args": {"num_cpus": int(actors)}})
     times["total"] = time.perf_counter() - t0
     if "q" not in out:
         raise RuntimeError("the Flower simulation ended without thresholds; see its log above.")
@@ -180,12 +183,12 @@ def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test age
 
 def simulate(scores, weights, test_weights, alpha: float = 0.1, delta: float | None = None, *,
              method: str = "pfwcp", # "pfwcp" or "ospfwcp"
-             num_cpus: float = 1.0, timings: dict | None = None,
+             actors: int = 1, timings: dict | None = None,
              **kw, # estimator options (engine, grid, agg_weights, n_steps, on_infeasible, seed, ...)
             ) -> np.ndarray: # thresholds (m,)
     "PFWCP or osPFWCP over Flower's simulation engine, one SuperNode per agent; equals the in-process estimator."
     return simulate_many(scores, weights, test_weights, [dict(alpha=alpha, delta=delta, method=method, **kw)],
-                         num_cpus=num_cpus, timings=timings)[0]
+                         actors=actors, timings=timings)[0]
 
 # %% ../nbs/10_flower.ipynb #c9f1a002
 def load_node_agent(context: Context) -> AgentCalibration:

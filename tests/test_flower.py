@@ -97,7 +97,7 @@ def test_simulate_is_simulate_many_with_one_run(monkeypatch):
     monkeypatch.setattr(fl, "simulate_many", fake)
     fl.simulate([[1.0]], [None], np.ones((2, 1)), 0.2, 0.05, method="ospfwcp", n_steps=7)
     assert seen["runs"] == [dict(alpha=0.2, delta=0.05, method="ospfwcp", n_steps=7)]
-    assert seen["kw"] == dict(num_cpus=1.0, timings=None)
+    assert seen["kw"] == dict(actors=1, timings=None)
 
 
 @pytest.fixture
@@ -198,6 +198,7 @@ GOOD = dict(scores=[[1.0, 2.0], [3.0]], weights=[None, [1.0]], test_weights=np.o
     (dict(runs=[dict(method="fwcp")]), "method"),
     (dict(scores=[[1.0, 2.0], [np.nan]]), "NaN"),
     (dict(weights=[None, [-1.0]]), "weights"),
+    (dict(actors=0), "actors"),
 ])
 def test_simulate_many_bad_input_fails_before_starting_flower(change, match):
     with pytest.raises(ValueError, match=match):
