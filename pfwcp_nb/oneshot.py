@@ -11,7 +11,8 @@ from .quantiles import quantile_of_quantiles
 from .coverage import coverage_objective, aggregation_weights, largest_feasible_tau, MAX_EXACT_K
 from .procedure import (select_quantiles, QuantileChoice, FEAS_TOL, TIE_TOL, _check_unit, _check_engine,
                                 _check_agg_weights)
-from .pfwcp import AgentCalibration, OneShotMessage, _ThresholdPredictor, _as_test_weights, _check_agents
+from .pfwcp import (AgentCalibration, AgentSummary, OneShotMessage, _ThresholdPredictor, _as_test_weights,
+                             _check_agents)
 
 # %% auto #0
 __all__ = ['local_levels', 'oneshot_tau_grid', 'select_tau_rows', 'OneShotSelection', 'OneShotPFWCP']
@@ -90,26 +91,45 @@ class OneShotPFWCP(_ThresholdPredictor):
             raise ValueError(f"`on_infeasible` must be 'max' or 'inf', got {on_infeasible!r}.")
         self.grid, self.agg_weights, self.n_steps, self.on_infeasible = grid, agg_weights, n_steps, on_infeasible
         self.rng = np.random.default_rng(seed)
+        self._plan_n_eff = None                              # n_eff of the last `plan` (server side)
 
-    def calibrate(self,
-                  agents, # list of AgentCalibration, agent 0 = test agent
-                  beta_breve: float | None = None, # one-shot local level; None -> beta* of Procedure 1
-                 ) -> "OneShotPFWCP":
-        "Collect one OneShotMessage per agent (the only communication) and precompute the threshold per tau."
-        agents = _check_agents(agents)
-        n_eff = np.array([a.summary().n_eff for a in agents])
+    def _plan(self, n_eff, beta_breve):
         if beta_breve is None:
             self.beta_choice_: QuantileChoice | None = select_quantiles(
                 n_eff, self.alpha, self.delta, engine=self.engine, n_rep=self.n_rep, grid=self.grid,
                 weights=self.agg_weights, seed=self.rng)
-            beta_breve = self.beta_choice_.beta
-            w = self.beta_choice_.weights
+            beta_breve, w = self.beta_choice_.beta, self.beta_choice_.weights
         else:
             self.beta_choice_ = None
             w = aggregation_weights(n_eff) if self.agg_weights is None else _check_agg_weights(self.agg_weights, n_eff.size)
-        self.beta_breve_ = _check_unit(beta_breve, "beta_breve")
-        self.messages_ = [a.oneshot_message(self.beta_breve_) for a in agents]     # the one-shot communication
-        self.n_eff_, self.agg_weights_ = np.array([m.n_eff for m in self.messages_]), w
+        self.beta_breve_, self.agg_weights_, self._plan_n_eff = _check_unit(beta_breve, "beta_breve"), w, n_eff
+        return self.beta_breve_
+
+    def plan(self,
+             summaries, # one AgentSummary per agent (agent 0 = test agent)
+             beta_breve: float | None = None, # one-shot local level; None -> beta* of Procedure 1
+            ) -> float: # the level to ask every agent's `oneshot_message` for
+        "Server side, before the one-shot round: the level beta_breve, from the agents' n_eff alone."
+        return self._plan(np.array([s.n_eff for s in _check_agents(summaries, (AgentSummary,))]), beta_breve)
+
+    def calibrate(self,
+                  agents, # AgentCalibration objects (in process) or their OneShotMessages (server side); agent 0 = test agent
+                  beta_breve: float | None = None, # one-shot local level; None -> `plan`'s (messages: their level)
+                 ) -> "OneShotPFWCP":
+        "Collect one OneShotMessage per agent (the only communication) and precompute the threshold per tau."
+        agents = _check_agents(agents, (AgentCalibration, OneShotMessage))
+        if isinstance(agents[0], AgentCalibration):          # in process: play the server's and the agents' parts
+            level = self.plan([a.summary() for a in agents], beta_breve)
+            agents = [a.oneshot_message(level) for a in agents]
+        else:                                                # server side: `plan(summaries)` came first, or no plan
+            n_eff, levels = np.array([m.n_eff for m in agents]), sorted({m.beta_breve for m in agents})
+            if beta_breve is not None or not (self._plan_n_eff is not None and np.array_equal(self._plan_n_eff, n_eff)):
+                self._plan(n_eff, levels[0] if beta_breve is None else beta_breve)
+        if sorted({m.beta_breve for m in agents}) != [self.beta_breve_]:
+            raise ValueError(f"the OneShotMessages were computed at beta_breve {sorted({m.beta_breve for m in agents})}, "
+                             f"not at {self.beta_breve_}: ask every agent for `oneshot_message(plan(summaries))`.")
+        self.messages_ = agents                              # the one-shot communication
+        self.n_eff_, w = np.array([m.n_eff for m in self.messages_]), self.agg_weights_
         self.taus_ = oneshot_tau_grid(w, self.n_steps)
         qb = np.array([m.quantile for m in self.messages_])
         self.tau_thresholds_ = np.array([quantile_of_quantiles(qb, w, 1.0 - t) for t in self.taus_])

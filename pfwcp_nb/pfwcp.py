@@ -4,30 +4,85 @@
 
 # %% ../nbs/02b_pfwcp.ipynb #5de1adfa
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 import numpy as np
 from .quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles, _as_weights
 from .procedure import select_quantiles, QuantileChoice, _check_unit
 
 # %% auto #0
-__all__ = ['AgentSummary', 'AgentMessage', 'OneShotMessage', 'AgentCalibration', 'aggregate', 'PFWCP']
+__all__ = ['PROTOCOL_VERSION', 'AgentSummary', 'AgentMessage', 'OneShotMessage', 'AgentCalibration', 'aggregate', 'PFWCP']
+
+# %% ../nbs/02b_pfwcp.ipynb #a6c1b003
+PROTOCOL_VERSION = 1   # bump when a message's fields or meaning change; decoders refuse other versions
+
+def _enc(x, name: str):
+    "A float as JSON: finite -> the number; +-inf -> 'inf' / '-inf'; NaN refused."
+    x = float(x)
+    if np.isnan(x):
+        raise ValueError(f"message field `{name}` is NaN; messages carry numbers or +-inf only.")
+    return x if np.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+def _dec(v, name: str) -> float:
+    if isinstance(v, str) and v in ("inf", "-inf"):
+        return float(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"message field `{name}` must be a number, 'inf' or '-inf'; got {v!r}.")
+    return float(v)
+
+class _Wire:
+    "JSON-safe dict round trip of a message dataclass: `{'type', 'version', <fields>}`."
+    def to_dict(self) -> dict:
+        "The message as a JSON-safe dict (+-inf as strings, arrays as lists)."
+        out = {"type": type(self).__name__, "version": PROTOCOL_VERSION}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.type == "np.ndarray": out[f.name] = [_enc(x, f.name) for x in np.asarray(v, dtype=float).ravel()]
+            elif f.type == "int": out[f.name] = int(v)
+            else: out[f.name] = _enc(v, f.name)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        "Decode `to_dict()`'s output; refuses another type, another protocol version, missing or extra fields."
+        if not isinstance(d, dict) or d.get("type") != cls.__name__:
+            got = d.get("type") if isinstance(d, dict) else type(d).__name__
+            raise ValueError(f"`d` is not a {cls.__name__} message (type {got!r}).")
+        if d.get("version") != PROTOCOL_VERSION:
+            raise ValueError(f"`d` speaks protocol version {d.get('version')!r}, this pfwcp_nb speaks version "
+                             f"{PROTOCOL_VERSION}: install the same pfwcp_nb release on the server and every agent.")
+        names = [f.name for f in fields(cls)]
+        if set(d) - {"type", "version"} != set(names):
+            raise ValueError(f"`d` has fields {sorted(set(d) - {'type', 'version'})}; {cls.__name__} needs {sorted(names)}.")
+        kw = {}
+        for f in fields(cls):
+            v = d[f.name]
+            if f.type == "np.ndarray":
+                if not isinstance(v, list):
+                    raise ValueError(f"message field `{f.name}` must be a list, got {type(v).__name__}.")
+                kw[f.name] = np.array([_dec(x, f.name) for x in v], dtype=float)
+            elif f.type == "int":
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise ValueError(f"message field `{f.name}` must be an integer, got {v!r}.")
+                kw[f.name] = v
+            else: kw[f.name] = _dec(v, f.name)
+        return cls(**kw)
 
 # %% ../nbs/02b_pfwcp.ipynb #7715cfa0
 @dataclass(frozen=True)
-class AgentSummary:
+class AgentSummary(_Wire):
     "Sent once by an agent at calibration time."
     n_eff: float         # Kish's effective sample size of the agent's calibration weights
     weight_total: float  # sum of the calibration weights, omega-bar^k
     n: int               # number of calibration points
 
 @dataclass(frozen=True, eq=False)
-class AgentMessage:
+class AgentMessage(_Wire):
     "Sent by an agent for a batch of m test points: its local quantiles (may be +inf)."
     quantiles: np.ndarray  # (m,) Q^k_beta(X_j)
     beta: float            # the local level they were computed at
 
 @dataclass(frozen=True)
-class OneShotMessage:
+class OneShotMessage(_Wire):
     "Sent once by an agent at calibration time in osPFWCP (notebook 03)."
     quantile: float        # Q-breve^k: level 1-beta_breve quantile of the weighted scores, no +inf atom
     weight_total: float    # omega-bar^k = sum_i omega_i^k
@@ -35,6 +90,7 @@ class OneShotMessage:
     n_eff: float           # Kish's effective sample size
     beta_breve: float      # the level used
 
+# %% ../nbs/02b_pfwcp.ipynb #a6c1b001
 class AgentCalibration:
     "One agent's calibration scores and weights. They stay inside; only summaries and messages leave."
     def __init__(self,
@@ -120,12 +176,14 @@ def _as_test_weights(test_weights, K: int) -> np.ndarray:
         raise ValueError("`test_weights` must be finite and >= 0 (density ratios at the test points).")
     return tw
 
-def _check_agents(agents) -> list:
+def _check_agents(agents, kinds=(AgentCalibration,)) -> list:
+    "A non-empty list of agents (or of their records), all of one of the types `kinds`."
     agents = list(agents)
     if len(agents) == 0:
         raise ValueError("`agents` is empty (K=0): pass at least the test agent.")
-    if not all(isinstance(a, AgentCalibration) for a in agents):
-        raise ValueError("`agents` must be AgentCalibration objects (agent 0 = the test agent).")
+    if not any(all(isinstance(a, t) for a in agents) for t in kinds):
+        names = " or ".join(t.__name__ for t in kinds)
+        raise ValueError(f"`agents` must all be {names} objects (agent 0 = the test agent).")
     return agents
 
 class _ThresholdPredictor:
@@ -154,6 +212,7 @@ class _ThresholdPredictor:
             raise ValueError(f"`probs` must have shape (m={q.size}, C), got {p.shape}.")
         return (1.0 - p) <= q[:, None]
 
+# %% ../nbs/02b_pfwcp.ipynb #a6c1b008
 class PFWCP(_ThresholdPredictor):
     "Personalized federated weighted conformal prediction: Procedure 1 + weighted quantile of local weighted quantiles."
     def __init__(self,
@@ -170,10 +229,14 @@ class PFWCP(_ThresholdPredictor):
         self.delta = None if delta is None else _check_unit(delta, "delta")
         self.engine, self.n_rep, self.grid, self.agg_weights, self.seed = engine, n_rep, grid, agg_weights, seed
 
-    def calibrate(self, agents) -> "PFWCP":
+    def calibrate(self,
+                  agents, # AgentCalibration objects (in process) or their AgentSummary (server side); agent 0 = test agent
+                 ) -> "PFWCP":
         "Collect the agents' summaries and choose (beta*, tau*) with Procedure 1."
-        self._agents = _check_agents(agents)
-        self.summaries_ = [a.summary() for a in self._agents]
+        agents = _check_agents(agents, (AgentCalibration, AgentSummary))
+        in_process = isinstance(agents[0], AgentCalibration)
+        self._agents = agents if in_process else None        # None: the scores live with remote agents
+        self.summaries_ = [a.summary() for a in agents] if in_process else agents
         n_eff = np.array([s.n_eff for s in self.summaries_])
         self.choice_: QuantileChoice = select_quantiles(
             n_eff, self.alpha, self.delta, engine=self.engine, n_rep=self.n_rep, grid=self.grid,
@@ -185,12 +248,29 @@ class PFWCP(_ThresholdPredictor):
         "What the agents send for a batch of test points (one AgentMessage each)."
         if not hasattr(self, "choice_"):
             raise ValueError("call `calibrate(agents)` before predicting.")
+        if self._agents is None:
+            raise ValueError("calibrated from summaries: the scores live with the agents. Send each agent `beta_` and "
+                             "its column of test weights, and pass their AgentMessages to `combine`.")
         tw = _as_test_weights(test_weights, len(self._agents))
         return [a.message(self.beta_, tw[:, k]) for k, a in enumerate(self._agents)]
 
+    def combine(self,
+                messages, # one AgentMessage per agent (agent order of `calibrate`), all at level `beta_`
+               ) -> np.ndarray: # thresholds (m,)
+        "Server side: aggregate the agents' AgentMessages at (beta*, tau*)."
+        if not hasattr(self, "choice_"):
+            raise ValueError("call `calibrate(...)` before combining messages.")
+        messages = _check_agents(messages, (AgentMessage,))
+        if len(messages) != len(self.summaries_):
+            raise ValueError(f"`messages`: got {len(messages)}, need one per agent (K={len(self.summaries_)}).")
+        if any(m.beta != self.beta_ for m in messages):
+            raise ValueError(f"`messages` were computed at levels {sorted({m.beta for m in messages})}, not at "
+                             f"beta*={self.beta_}: ask the agents for `message(beta_, ...)`.")
+        return aggregate(messages, self.agg_weights_, self.tau_)
+
     def threshold(self, test_weights) -> np.ndarray:
-        "Q_{beta*,tau*}(X) for each test point (m,)."
-        return aggregate(self.messages(test_weights), self.agg_weights_, self.tau_)
+        "Q_{beta*,tau*}(X) for each test point (m,) (in process: asks every agent, then `combine`)."
+        return self.combine(self.messages(test_weights))
 
     def __repr__(self):
         s = f"PFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r})"

@@ -1,4 +1,5 @@
 "osPFWCP (`pfwcp_nb.oneshot`): the beta^k identity, the tau grid, the row-wise search, vectorisation, bad input."
+import json
 import warnings
 
 import numpy as np
@@ -7,7 +8,7 @@ from scipy import stats
 
 from pfwcp_nb.coverage import coverage_objective
 from pfwcp_nb.oneshot import OneShotPFWCP, local_levels, oneshot_tau_grid, select_tau_rows
-from pfwcp_nb.pfwcp import AgentCalibration, OneShotMessage
+from pfwcp_nb.pfwcp import AgentCalibration, AgentSummary, OneShotMessage
 from pfwcp_nb.procedure import FEAS_TOL, select_quantiles
 from pfwcp_nb.quantiles import quantile_of_quantiles, weighted_quantile
 
@@ -198,3 +199,56 @@ def test_gaussian_shift_ccc_criterion_covers():
             q = OneShotPFWCP(0.1, 0.1).calibrate(agents).threshold(ow(Xt))
         cov.append(np.mean(score(Xt) <= q))
     assert np.mean(cov) >= 0.9 - 0.01
+
+
+def wire(msg):
+    return type(msg).from_dict(json.loads(json.dumps(msg.to_dict(), allow_nan=False)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("delta", [None, 0.1])
+def test_calibrate_from_messages_equals_agents(seed, delta):
+    rng = np.random.default_rng(seed)
+    agents = make_agents(K=int(rng.integers(1, 7)), n=int(rng.integers(20, 90)), seed=seed)
+    K = len(agents)
+    tw = rng.lognormal(0, 1.5, size=(60, K)); tw[:, 0] = 1.0; tw[:5, 1:] *= 1e4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = OneShotPFWCP(0.1, delta).calibrate(agents)
+        server = OneShotPFWCP(0.1, delta)
+        level = server.plan([wire(a.summary()) for a in agents])
+        server.calibrate([wire(a.oneshot_message(level)) for a in agents])
+        np.testing.assert_array_equal(server.threshold(tw), ref.threshold(tw))
+        assert server.beta_choice_.beta == ref.beta_choice_.beta
+        # no plan: the messages' own level, same thresholds
+        bare = OneShotPFWCP(0.1, delta).calibrate(ref.messages_)
+        assert bare.beta_choice_ is None
+        np.testing.assert_array_equal(bare.threshold(tw), ref.threshold(tw))
+
+
+def test_calibrate_from_messages_mc_engine_same_rng_path():
+    agents = make_agents(K=4, seed=3)
+    tw = np.random.default_rng(3).lognormal(size=(30, 4)); tw[:, 0] = 1
+    ref = OneShotPFWCP(0.1, engine="mc", n_rep=300, seed=5).calibrate(agents)
+    server = OneShotPFWCP(0.1, engine="mc", n_rep=300, seed=5)
+    level = server.plan([a.summary() for a in agents])
+    server.calibrate([a.oneshot_message(level) for a in agents])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(server.threshold(tw), ref.threshold(tw))
+
+
+def test_calibrate_from_messages_bad_input():
+    agents = make_agents(K=3)
+    server = OneShotPFWCP(0.1)
+    level = server.plan([a.summary() for a in agents])
+    with pytest.raises(ValueError, match="plan\\(summaries\\)"):
+        server.calibrate([a.oneshot_message(level / 2) for a in agents])
+    with pytest.raises(ValueError, match="plan\\(summaries\\)"):                     # mixed levels
+        OneShotPFWCP(0.1).calibrate([agents[0].oneshot_message(0.1), agents[1].oneshot_message(0.2)])
+    with pytest.raises(ValueError, match="plan\\(summaries\\)"):                     # explicit level disagrees
+        OneShotPFWCP(0.1).calibrate([a.oneshot_message(0.1) for a in agents], beta_breve=0.2)
+    with pytest.raises(ValueError, match="AgentSummary"):
+        server.plan([a.oneshot_message(0.1) for a in agents])
+    with pytest.raises(ValueError, match="empty"):
+        server.plan([])

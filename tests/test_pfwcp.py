@@ -1,10 +1,11 @@
-"The PFWCP protocol (`pfwcp_nb.pfwcp`): messages, aggregation, +inf, estimator, bad input, coverage check."
+"The PFWCP protocol (`pfwcp_nb.pfwcp`): messages, wire format, aggregation, +inf, estimator, bad input, coverage check."
+import json
 import warnings
 
 import numpy as np
 import pytest
 
-from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary, aggregate
+from pfwcp_nb.pfwcp import PROTOCOL_VERSION, PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage, aggregate
 from pfwcp_nb.procedure import select_quantiles
 from pfwcp_nb.quantiles import effective_sample_size, quantile_of_quantiles, weighted_quantile
 
@@ -168,3 +169,89 @@ def test_gaussian_shift_marginal_coverage():
 def test_gaussian_shift_ccc():
     cov = simulate(0.1, seed=1, m=3000)
     assert np.mean(cov[:, 0] >= 0.9) >= 0.9 - 0.05
+
+
+def wire(msg):
+    "Through JSON and back, as a message travels."
+    return type(msg).from_dict(json.loads(json.dumps(msg.to_dict(), allow_nan=False)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_json_round_trip_of_every_message(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    a = AgentCalibration(rng.normal(size=n), rng.lognormal(size=n))
+    tw = np.concatenate([rng.lognormal(size=5), [0.0, 1e9]])          # 1e9: the local quantile is +inf
+    for msg in (a.summary(), a.message(float(rng.uniform(0.01, 0.5)), tw), a.oneshot_message(0.2)):
+        d = msg.to_dict()
+        assert d["type"] == type(msg).__name__ and d["version"] == PROTOCOL_VERSION
+        back = wire(msg)
+        assert type(back) is type(msg) and set(vars(back)) == set(vars(msg))
+        for k, v in vars(msg).items():
+            np.testing.assert_array_equal(getattr(back, k), v)       # bit-exact, +inf included
+    m = a.message(0.1, tw)
+    assert np.isinf(m.quantiles[-1]) and m.to_dict()["quantiles"][-1] == "inf"
+    assert AgentMessage(np.array([-np.inf]), 0.1).to_dict()["quantiles"] == ["-inf"]
+
+
+@pytest.mark.parametrize("cls, d, match", [
+    (AgentSummary, {"type": "AgentSummary", "version": PROTOCOL_VERSION + 1, "n_eff": 1.0, "weight_total": 1.0, "n": 1},
+     f"version {PROTOCOL_VERSION + 1}"),
+    (AgentSummary, {"type": "AgentSummary", "n_eff": 1.0, "weight_total": 1.0, "n": 1}, "version None"),
+    (AgentSummary, {"type": "AgentMessage", "version": PROTOCOL_VERSION, "quantiles": [], "beta": 0.1}, "not a AgentSummary"),
+    (AgentSummary, {"type": "AgentSummary", "version": PROTOCOL_VERSION, "n_eff": 1.0, "n": 1}, "fields"),
+    (AgentSummary, {"type": "AgentSummary", "version": PROTOCOL_VERSION, "n_eff": 1.0, "weight_total": 1.0, "n": 1,
+                    "scores": [1.0]}, "fields"),
+    (AgentSummary, {"type": "AgentSummary", "version": PROTOCOL_VERSION, "n_eff": "nan", "weight_total": 1.0, "n": 1}, "n_eff"),
+    (AgentSummary, {"type": "AgentSummary", "version": PROTOCOL_VERSION, "n_eff": 1.0, "weight_total": 1.0, "n": 1.5}, "integer"),
+    (AgentMessage, {"type": "AgentMessage", "version": PROTOCOL_VERSION, "quantiles": 3.0, "beta": 0.1}, "list"),
+    (OneShotMessage, [1, 2], "not a OneShotMessage"),
+])
+def test_from_dict_bad_input(cls, d, match):
+    with pytest.raises(ValueError, match=match):
+        cls.from_dict(d)
+
+
+def test_to_dict_refuses_nan():
+    with pytest.raises(ValueError, match="NaN"):
+        AgentMessage(np.array([1.0, np.nan]), 0.1).to_dict()
+
+
+def random_federation(rng, K, n_max=80):
+    agents = [AgentCalibration(rng.gamma(2.0, size=int(rng.integers(5, n_max))))]
+    for k in range(1, K):
+        n = int(rng.integers(5, n_max))
+        agents.append(AgentCalibration(rng.gamma(2.0, size=n) * (1 + 0.2 * k), rng.lognormal(0, 1.0, size=n)))
+    tw = rng.lognormal(0, 1.5, size=(40, K))
+    tw[:, 0] = 1.0
+    tw[:5, 1:] *= 1e4                                                     # atypical test points -> +inf answers
+    return agents, tw
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("delta", [None, 0.1])
+def test_calibrate_from_summaries_equals_agents(seed, delta):
+    rng = np.random.default_rng(seed)
+    agents, tw = random_federation(rng, K=int(rng.integers(1, 8)))
+    ref = PFWCP(0.1, delta).calibrate(agents)
+    server = PFWCP(0.1, delta).calibrate([wire(a.summary()) for a in agents])
+    assert (server.beta_, server.tau_) == (ref.beta_, ref.tau_)
+    np.testing.assert_array_equal(server.agg_weights_, ref.agg_weights_)
+    msgs = [wire(a.message(server.beta_, tw[:, k])) for k, a in enumerate(agents)]
+    np.testing.assert_array_equal(server.combine(msgs), ref.threshold(tw))
+    with pytest.raises(ValueError, match="combine"):
+        server.threshold(tw)
+
+
+def test_combine_bad_input():
+    rng = np.random.default_rng(0)
+    agents, tw = random_federation(rng, K=3)
+    server = PFWCP(0.1).calibrate([a.summary() for a in agents])
+    with pytest.raises(ValueError, match="before combining"):
+        PFWCP(0.1).combine([])
+    with pytest.raises(ValueError, match="K=3"):
+        server.combine([a.message(server.beta_, tw[:, 0]) for a in agents[:2]])
+    with pytest.raises(ValueError, match="beta\\*"):
+        server.combine([a.message(server.beta_ / 2, tw[:, k]) for k, a in enumerate(agents)])
+    with pytest.raises(ValueError, match="AgentCalibration or AgentSummary"):
+        PFWCP(0.1).calibrate([agents[0], agents[1].summary()])
