@@ -303,37 +303,159 @@ def _expected_rows(a_, b_, sums: SubsetSums, coarse: bool):
         return lo + np.bincount(rr, weights=wn * (1.0 - G), minlength=nr)
     return objective
 
-def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
-                         n_eff, # (K,) effective sample sizes
-                         tau, # (T,) increasing aggregate levels in [0, 1)
-                         target: float, # feasibility: objective >= target (pass 1 - alpha or 1 - delta minus a slack)
-                         alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1 - alpha) (CCC)
-                         *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
-                         chunk_rows: int = 64, # rows per block (memory: ~ rows x 400 nodes x 2^(K/2) floats)
-                         margin: float | None = 2e-4, # MC criterion: coarse search, rows within `margin` re-searched
-                                                      # with the default nodes; None: default nodes for every row
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # index (R,), objective there (R,), feasible (R,)
-    """Per row, the largest tau of the grid whose exact objective reaches `target` (index 0 and feasible=False if none).
+# %% ../nbs/01_coverage.ipynb #689c408b
+_SERIES_TERMS: int = 48      # terms of the hypergeometric series per (node, agent)
+_SERIES_TOL: float = 1e-7    # (node, agent) pairs whose certified series error exceeds this use scipy's betainc
+_FLUSH = 1e-6                # powers z^k, k >= 4, of nodes z < _FLUSH are dropped (bounded below; no subnormals)
 
-    MC criterion: the search first runs on coarse quadrature nodes (error ~1e-5, about 2.5x cheaper). A row's answer
-    is kept when its coarse objective is at least `margin` away from `target` at the chosen tau and at the next one
-    (or at tau_0 for an infeasible row): a coarse error below `margin` cannot change it there. The other rows are
-    searched again with the default nodes. The reported objective of a kept row is the coarse one."""
-    n = _as_neff(n_eff)
-    K = n.size
-    b = _check_beta(beta)
-    if b.ndim != 2 or b.shape[1] != K:
-        raise ValueError(f"`beta` must be (R, K={K}), got shape {np.shape(beta)}.")
-    t = _check_tau(tau)
-    if np.any(np.diff(t) <= 0):
-        raise ValueError("`tau` must be strictly increasing.")
-    if alpha is not None and not (0 < alpha < 1):
-        raise ValueError(f"`alpha` must lie in (0, 1), got {alpha}.")
-    if margin is not None and not (0 < margin < 1):
-        raise ValueError(f"`margin` must lie in (0, 1) or be None, got {margin}.")
-    if K > MAX_EXACT_K:
-        raise ValueError(f"exact search supports K <= {MAX_EXACT_K} agents, got K={K}; use coverage_objective(engine='mc').")
-    sums = SubsetSums(_agg_weights(weights, n), 1.0 - t)
+def _series_powers(z, nt: int) -> np.ndarray:
+    "z (R, N) -> (R, nt-1, N) with rows z^1 .. z^(nt-1); from z^4 on, nodes below `_FLUSH` contribute 0."
+    V = np.empty((z.shape[0], nt - 1, z.shape[1]))
+    V[:, 0] = z
+    zf = np.where(z < _FLUSH, 0.0, z)
+    for k in range(1, nt - 1):
+        np.multiply(V[:, k - 1], z if k < 3 else zf, out=V[:, k])
+    return V
+
+def _series_coef(s, c, nt: int) -> np.ndarray:
+    "d_1 .. d_{nt-1} of 2F1(s, 1; c + 1; z) = sum_n d_n z^n, d_{n+1} = d_n (s + n) / (c + 1 + n): (R, K) -> (R, K, nt-1)."
+    n = np.arange(nt - 1, dtype=float)
+    return np.cumprod((s[..., None] + n) / (c[..., None] + 1.0 + n), axis=-1)
+
+def _series_consts(a, b, lB, nt: int):
+    "Ratio bounds c1, c2 of the terms beyond nt and log(d_nt / (a B(a, b))) of the direct and flipped series."
+    S, k = a + b, np.arange(nt)
+    c1 = np.where(b >= 1, (S + nt) / (a + 1 + nt), 1.0)             # term ratios beyond nt are <= c1 z (direct)
+    c2 = np.where(a >= 1, (S + nt) / (b + 1 + nt), 1.0)             # and <= c2 (1 - z) (flipped)
+    k1 = np.log((S[..., None] + k) / (a[..., None] + 1.0 + k)).sum(-1) - lB - np.log(a)
+    k2 = np.log((S[..., None] + k) / (b[..., None] + 1.0 + k)).sum(-1) - lB - np.log(b)
+    return c1, c2, k1, k2
+
+def _series_log_bounds(z, a, b, consts, nt: int):
+    "log of the truncation errors d_nt z^nt pre(z) / (1 - ratio bound) of the direct and flipped series at z."
+    c1, c2, k1, k2 = consts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lz, ly = np.log(z), np.log1p(-z)
+        e1 = (a + nt) * lz + b * ly + k1 - np.log1p(-c1 * z)
+        e2 = a * lz + (b + nt) * ly + k2 - np.log1p(-c2 * (1.0 - z))
+    return np.where(c1 * z < 1, e1, np.inf), np.where(c2 * (1.0 - z) < 1, e2, np.inf)
+
+def _series_switch(a, b, consts, nt: int, iters: int = 12):
+    """Per (row, agent): the node x_sw up to which the direct series is used (the flipped one above), and a bound on
+    the truncation error at every node. The direct bound is increasing on [0, hi], the flipped one decreasing on
+    [lo, 1], so for any x_sw in [lo, hi] their values at x_sw bound them on their whole side."""
+    lo, hi = a / (a + b + nt), (a + nt) / (a + b + nt)
+    for _ in range(iters):                                          # balance the two bounds (any x_sw is valid)
+        mid = 0.5 * (lo + hi)
+        e1, e2 = _series_log_bounds(mid, a, b, consts, nt)
+        lo, hi = np.where(e1 < e2, mid, lo), np.where(e1 < e2, hi, mid)
+    return hi, np.fmax(*_series_log_bounds(hi, a, b, consts, nt))
+
+# %% ../nbs/01_coverage.ipynb #e0a5a03c
+def _beta_cdf_certified(x, a, b, nt: int = _SERIES_TERMS, tol: float = _SERIES_TOL):
+    """Beta CDFs of every agent at every node, with a proven bound on the error of each.
+
+    I_z(a, b) = z^a (1-z)^b / (a B(a, b)) * sum_n d_n z^n (positive terms), or 1 - I_{1-z}(b, a) above x_sw.
+    x (R, N) nodes in [0, 1]; a, b (R, K) > 0. Returns F (R, K, N) and err (R, K, N) >= |F - I_x(a, b)|: truncation,
+    dropped tiny powers, floating point (generously) and scipy's own rounding. Pairs with err > tol use scipy."""
+    S, lB = a + b, special.betaln(a, b)
+    consts = _series_consts(a, b, lB, nt)
+    x_sw, lerr = _series_switch(a, b, consts, nt)
+    y = 1.0 - x
+    with np.errstate(all="ignore"):
+        s1 = _series_coef(S, a, nt) @ _series_powers(x, nt) + 1.0             # (R, K, N)
+        s2 = _series_coef(S, b, nt) @ _series_powers(y, nt) + 1.0
+        use1 = x[:, None, :] <= x_sw[..., None]
+        lp = a[..., None] * np.log(x)[:, None, :] + b[..., None] * np.log(y)[:, None, :] - lB[..., None]
+        pre = np.exp(lp - np.where(use1, np.log(a)[..., None], np.log(b)[..., None]))
+        F = np.where(use1, pre * s1, 1.0 - pre * s2)
+    # dropped powers z^k (k >= 4, z < _FLUSH): <= d_4 z^4 / (1 - (S + 4) z), the prefactor being <= 1; rounding
+    flush = np.where((S + 4.0) * _FLUSH < 0.5, (S + 3.0) ** 4 / 12.0 * _FLUSH ** 4, np.inf)
+    slack = flush + 1e-12 + 1e-13 * np.abs(lB)                               # (R, K)
+    err = np.broadcast_to((2.0 * np.exp(lerr) + slack)[..., None], F.shape).copy()
+    r, k = np.nonzero(~(err[..., 0] <= tol))                                 # uniform bound too loose: per node
+    if r.size:
+        ar, br_, xr = a[r, k][:, None], b[r, k][:, None], x[r]
+        e1, e2 = _series_log_bounds(xr, ar, br_, tuple(c[r, k][:, None] for c in consts), nt)
+        one = e1 <= e2                                                       # the better series at each node
+        with np.errstate(all="ignore"):
+            lq = lp[r, k] - np.where(one, np.log(ar), np.log(br_))
+            F[r, k] = np.where(one, np.exp(lq) * s1[r, k], 1.0 - np.exp(lq) * s2[r, k])
+        err[r, k] = 2.0 * np.exp(np.minimum(e1, e2)) + slack[r, k][:, None]
+    bad = ~(err <= tol)
+    if bad.any():
+        r, k, j = np.nonzero(bad)
+        F[r, k, j] = special.betainc(a[r, k], b[r, k], x[r, j])
+        err[r, k, j] = 1e-13
+    return F, err
+
+# %% ../nbs/01_coverage.ipynb #aa63739f
+def _subset_probs_t(p) -> np.ndarray:
+    "p (R, h, N) -> (R, 2^h, N) probabilities of every subset of the h agents (bit j of the index <-> agent j)."
+    out = np.empty((p.shape[0], 2 ** p.shape[1], p.shape[2]))
+    out[:, 0] = 1.0
+    m = 1
+    for j in range(p.shape[1]):
+        np.multiply(out[:, :m], p[:, j:j + 1], out=out[:, m:2 * m])
+        out[:, :m] *= 1.0 - p[:, j:j + 1]
+        m *= 2
+    return out
+
+def _objective_table(a_, b_, sums: SubsetSums, coarse: bool):
+    """E[U] of every row at every level of `sums` on the same quadrature as `_expected_rows` -> (R, T), and a bound
+    (R,) on its distance to the value `_expected_rows` computes (CDF error bounds, each CDF moving G by at most
+    its own error since dG/dp_k is in [0, 1], plus rounding)."""
+    lo, x, wq = _quadrature_nodes(a_, b_, coarse)
+    order = np.argsort(wq <= 0, axis=1, kind="stable")[:, :int((wq > 0).sum(1).max())]   # non-empty panels first
+    x, wq = np.take_along_axis(x, order, 1), np.take_along_axis(wq, order, 1)
+    x = np.where(wq > 0, x, 0.5)
+    F, err = _beta_cdf_certified(x, a_, b_)
+    piA = _subset_probs_t(F[:, :sums.hA]); piA *= wq[:, None, :]
+    P = np.matmul(piA, _subset_probs_t(F[:, sums.hA:]).transpose(0, 2, 1))[..., sums.orderB]   # (R, 2^hA, 2^hB)
+    tail = np.zeros(P.shape[:-1] + (P.shape[-1] + 1,))                   # tail[..., j] = sum of P[..., j:]
+    np.cumsum(P[..., ::-1], axis=-1, out=tail[..., -2::-1])
+    GW = tail[:, np.arange(P.shape[1])[None, :], sums.start].sum(-1)     # sum_j wq_j G(x_j) at every level
+    W = wq.sum(1)
+    return lo[:, None] + W[:, None] - GW, np.einsum("rn,rkn->r", wq, err) + 1e-10
+
+def _certified_index(Q, eps, target: float):
+    "Largest index with Q >= target (0 if none), feasibility, and whether the same holds for every Q' within eps of Q."
+    T = Q.shape[1]
+    cnt = (Q >= target).sum(1)
+    i = np.maximum(cnt - 1, 0)
+    qi, qn = Q[np.arange(Q.shape[0]), i], Q[np.arange(Q.shape[0]), np.minimum(i + 1, T - 1)]
+    feas = cnt > 0
+    cert = np.where(feas, (qi - eps >= target) & ((i + 1 >= T) | (qn + eps < target)), Q[:, 0] + eps < target)
+    return i, feas, cert, qi, qn
+
+def _fast_search(b, n, t, target, sums, chunk_rows, margin):
+    "The reference search's answer for every row it can certify; `todo` marks the rows left to the reference."
+    R, T = b.shape[0], t.size
+    idx, val, ok, todo = np.zeros(R, int), np.empty(R), np.zeros(R, bool), np.zeros(R, bool)
+    redo = np.zeros(R, bool)
+    def run(rows, coarse):
+        a_, b_ = beta_law_params(b[rows], n[None, :])
+        Q, eps = _objective_table(a_, b_, sums, coarse)
+        i, feas, cert, qi, qn = _certified_index(Q, eps, target)
+        idx[rows], val[rows], ok[rows] = np.where(feas, i, 0), np.where(feas, qi, Q[:, 0]), feas
+        if coarse:                          # the reference keeps the coarse answer only where it is `sure`
+            hi_t, lo_t, q0 = target + margin, target - margin, Q[:, 0]
+            cert &= np.where(feas, (np.abs(qi - hi_t) > eps) & ((i + 1 >= T) | (np.abs(qn - lo_t) > eps)),
+                             np.abs(q0 - lo_t) > eps)
+            sure = np.where(feas, (qi >= hi_t) & ((i + 1 >= T) | (qn < lo_t)), q0 < lo_t)
+            redo[rows] = cert & ~sure
+            cert &= sure | ~redo[rows]      # rows for the default nodes are handled in the second pass
+        todo[rows] = ~cert
+    for r0 in range(0, R, chunk_rows):
+        run(np.arange(r0, min(R, r0 + chunk_rows)), margin is not None)
+    rr = np.flatnonzero(redo)
+    for r0 in range(0, rr.size, chunk_rows):
+        run(rr[r0:r0 + chunk_rows], False)
+    return idx, val, ok, todo
+
+# %% ../nbs/01_coverage.ipynb #9279fdd9
+def _reference_search(b, n, t, target, alpha, sums: SubsetSums, chunk_rows: int, margin):
+    "The search of commit 5c99045 (bisection over tau, coarse nodes first): the fallback of `largest_feasible_tau`."
     R, T = b.shape[0], t.size
     idx, val, ok = np.zeros(R, int), np.empty(R), np.zeros(R, bool)
     for r0 in range(0, R, chunk_rows):
@@ -359,4 +481,47 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
         feas = v0 >= target
         sl = slice(r0, r0 + nr)
         idx[sl], val[sl], ok[sl] = np.where(feas, lo_i, 0), np.where(feas, lo_v, v0), feas
+    return idx, val, ok
+
+def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
+                         n_eff, # (K,) effective sample sizes
+                         tau, # (T,) increasing aggregate levels in [0, 1)
+                         target: float, # feasibility: objective >= target (pass 1 - alpha or 1 - delta minus a slack)
+                         alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1 - alpha) (CCC)
+                         *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
+                         chunk_rows: int = 64, # rows per block (memory: ~ rows x 400 nodes x 2^(K/2) floats)
+                         margin: float | None = 2e-4, # MC criterion: coarse search, rows within `margin` re-searched
+                                                      # with the default nodes; None: default nodes for every row
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # index (R,), objective there (R,), feasible (R,)
+    """Per row, the largest tau of the grid whose exact objective reaches `target` (index 0 and feasible=False if none).
+
+    MC criterion: the search first runs on coarse quadrature nodes (error ~1e-5). A row's answer is kept when its
+    coarse objective is at least `margin` away from `target` at the chosen tau and at the next one (or at tau_0 for an
+    infeasible row); the other rows are searched again with the default nodes. The objective of every row at every tau
+    is computed at once from certified Beta CDFs; a row whose decisions could change within the certified error is
+    handed to the reference search (`_reference_search`, the same quadrature with scipy's CDFs), so index and
+    feasibility are those of the reference and the reported objective is within 1e-6 of it (the coarse one for a kept row)."""
+    n = _as_neff(n_eff)
+    K = n.size
+    b = _check_beta(beta)
+    if b.ndim != 2 or b.shape[1] != K:
+        raise ValueError(f"`beta` must be (R, K={K}), got shape {np.shape(beta)}.")
+    t = _check_tau(tau)
+    if np.any(np.diff(t) <= 0):
+        raise ValueError("`tau` must be strictly increasing.")
+    if alpha is not None and not (0 < alpha < 1):
+        raise ValueError(f"`alpha` must lie in (0, 1), got {alpha}.")
+    if margin is not None and not (0 < margin < 1):
+        raise ValueError(f"`margin` must lie in (0, 1) or be None, got {margin}.")
+    if K > MAX_EXACT_K:
+        raise ValueError(f"exact search supports K <= {MAX_EXACT_K} agents, got K={K}; use coverage_objective(engine='mc').")
+    sums = SubsetSums(_agg_weights(weights, n), 1.0 - t)
+    if alpha is not None:                                   # CCC: one CDF per agent, already cheap
+        return _reference_search(b, n, t, target, alpha, sums, chunk_rows, margin)
+    fast = np.flatnonzero((b > 0).all(1) & (b < 1).all(1))  # point masses (beta = 0 or 1) go to the reference
+    idx, val, ok = np.zeros(b.shape[0], int), np.empty(b.shape[0]), np.zeros(b.shape[0], bool)
+    idx[fast], val[fast], ok[fast], todo = _fast_search(b[fast], n, t, target, sums, chunk_rows, margin)
+    ref = np.setdiff1d(np.arange(b.shape[0]), fast[~todo])
+    if ref.size:
+        idx[ref], val[ref], ok[ref] = _reference_search(b[ref], n, t, target, None, sums, chunk_rows, margin)
     return idx, val, ok
