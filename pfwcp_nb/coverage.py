@@ -171,8 +171,12 @@ def _quadrature_nodes(a, b, coarse: bool = False):
     where a Beta law with a < 1 or b < 1 has a singular density (for a or b near 0 the CDF behaves like a logarithm).
 
     a, b: (R, K). Returns lo (R,), nodes (R, N), weights (R, N)."""
+    L = _q_levels(a.shape[1], coarse)
+    same = (a == a[:1]).all(0) & (b == b[:1]).all(0)        # agents with the same law in every row: computed once
+    br = np.empty(a.shape + (L.size,))                                          # (R, K, L)
     with np.errstate(all="ignore"):
-        br = special.betaincinv(a[..., None], b[..., None], _q_levels(a.shape[1], coarse))   # (R, K, L)
+        br[:, same] = special.betaincinv(a[:1, same, None], b[:1, same, None], L)
+        br[:, ~same] = special.betaincinv(a[:, ~same, None], b[:, ~same, None], L)
     br = np.where(a[..., None] <= 0, 0.0, np.where(b[..., None] <= 0, 1.0, br))  # point masses
     br = np.sort(br.reshape(a.shape[0], -1), axis=1)
     # the sorted union of the K agents' quantiles traces the quantiles of their mixture; with many agents every
@@ -309,26 +313,26 @@ _SERIES_TOL: float = 1e-7    # (node, agent) pairs whose certified series error 
 _FLUSH = 1e-6                # powers z^k, k >= 4, of nodes z < _FLUSH are dropped (bounded below; no subnormals)
 
 def _series_powers(z, nt: int) -> np.ndarray:
-    "z (R, N) -> (R, nt-1, N) with rows z^1 .. z^(nt-1); from z^4 on, nodes below `_FLUSH` contribute 0."
-    V = np.empty((z.shape[0], nt - 1, z.shape[1]))
-    V[:, 0] = z
+    "z (R, N) -> (R, nt-1, N) view with rows z^1 .. z^(nt-1); from z^4 on, nodes below `_FLUSH` contribute 0."
+    V = np.empty((nt - 1,) + z.shape)
+    V[0] = z
     zf = np.where(z < _FLUSH, 0.0, z)
     for k in range(1, nt - 1):
-        np.multiply(V[:, k - 1], z if k < 3 else zf, out=V[:, k])
-    return V
+        np.multiply(V[k - 1], z if k < 3 else zf, out=V[k])
+    return V.transpose(1, 0, 2)
 
 def _series_coef(s, c, nt: int) -> np.ndarray:
     "d_1 .. d_{nt-1} of 2F1(s, 1; c + 1; z) = sum_n d_n z^n, d_{n+1} = d_n (s + n) / (c + 1 + n): (R, K) -> (R, K, nt-1)."
     n = np.arange(nt - 1, dtype=float)
     return np.cumprod((s[..., None] + n) / (c[..., None] + 1.0 + n), axis=-1)
 
-def _series_consts(a, b, lB, nt: int):
+def _series_consts(a, b, lB, d1, d2, nt: int):
     "Ratio bounds c1, c2 of the terms beyond nt and log(d_nt / (a B(a, b))) of the direct and flipped series."
-    S, k = a + b, np.arange(nt)
+    S = a + b
     c1 = np.where(b >= 1, (S + nt) / (a + 1 + nt), 1.0)             # term ratios beyond nt are <= c1 z (direct)
     c2 = np.where(a >= 1, (S + nt) / (b + 1 + nt), 1.0)             # and <= c2 (1 - z) (flipped)
-    k1 = np.log((S[..., None] + k) / (a[..., None] + 1.0 + k)).sum(-1) - lB - np.log(a)
-    k2 = np.log((S[..., None] + k) / (b[..., None] + 1.0 + k)).sum(-1) - lB - np.log(b)
+    k1 = np.log(d1[..., -1] * (S + nt - 1) / (a + nt)) - lB - np.log(a)
+    k2 = np.log(d2[..., -1] * (S + nt - 1) / (b + nt)) - lB - np.log(b)
     return c1, c2, k1, k2
 
 def _series_log_bounds(z, a, b, consts, nt: int):
@@ -340,7 +344,7 @@ def _series_log_bounds(z, a, b, consts, nt: int):
         e2 = a * lz + (b + nt) * ly + k2 - np.log1p(-c2 * (1.0 - z))
     return np.where(c1 * z < 1, e1, np.inf), np.where(c2 * (1.0 - z) < 1, e2, np.inf)
 
-def _series_switch(a, b, consts, nt: int, iters: int = 12):
+def _series_switch(a, b, consts, nt: int, iters: int = 8):
     """Per (row, agent): the node x_sw up to which the direct series is used (the flipped one above), and a bound on
     the truncation error at every node. The direct bound is increasing on [0, hi], the flipped one decreasing on
     [lo, 1], so for any x_sw in [lo, hi] their values at x_sw bound them on their whole side."""
@@ -356,46 +360,57 @@ def _beta_cdf_certified(x, a, b, nt: int = _SERIES_TERMS, tol: float = _SERIES_T
     """Beta CDFs of every agent at every node, with a proven bound on the error of each.
 
     I_z(a, b) = z^a (1-z)^b / (a B(a, b)) * sum_n d_n z^n (positive terms), or 1 - I_{1-z}(b, a) above x_sw.
-    x (R, N) nodes in [0, 1]; a, b (R, K) > 0. Returns F (R, K, N) and err (R, K, N) >= |F - I_x(a, b)|: truncation,
-    dropped tiny powers, floating point (generously) and scipy's own rounding. Pairs with err > tol use scipy."""
+    x (R, N) nodes in [0, 1]; a, b (R, K) > 0. Returns F (R, K, N), err (R, K) >= |F - I_x(a, b)| at every node (truncation, dropped tiny powers,
+    floating point generously, scipy's own rounding) and, for the (row, agent) pairs where that bound exceeds `tol`,
+    the rows, agents and bounds node by node (nodes still above `tol` are computed by scipy's betainc)."""
     S, lB = a + b, special.betaln(a, b)
-    consts = _series_consts(a, b, lB, nt)
+    d1, d2 = _series_coef(S, a, nt), _series_coef(S, b, nt)
+    consts = _series_consts(a, b, lB, d1, d2, nt)
     x_sw, lerr = _series_switch(a, b, consts, nt)
     y = 1.0 - x
     with np.errstate(all="ignore"):
-        s1 = _series_coef(S, a, nt) @ _series_powers(x, nt) + 1.0             # (R, K, N)
-        s2 = _series_coef(S, b, nt) @ _series_powers(y, nt) + 1.0
+        lx, ly = np.log(x)[:, None, :], np.log(y)[:, None, :]
+        s1 = d1 @ _series_powers(x, nt)                   # (R, K, N) sums from n = 1
+        s2 = d2 @ _series_powers(y, nt)
         use1 = x[:, None, :] <= x_sw[..., None]
-        lp = a[..., None] * np.log(x)[:, None, :] + b[..., None] * np.log(y)[:, None, :] - lB[..., None]
-        pre = np.exp(lp - np.where(use1, np.log(a)[..., None], np.log(b)[..., None]))
-        F = np.where(use1, pre * s1, 1.0 - pre * s2)
+        F = np.where(use1, s1, s2); F += 1.0
+        lp = a[..., None] * lx; lp += b[..., None] * ly
+        lp -= np.where(use1, (lB + np.log(a))[..., None], (lB + np.log(b))[..., None])
+        F *= np.exp(lp)                                                       # the direct F, or 1 - F
+        np.subtract(1.0, F, out=F, where=~use1)
     # dropped powers z^k (k >= 4, z < _FLUSH): <= d_4 z^4 / (1 - (S + 4) z), the prefactor being <= 1; rounding
     flush = np.where((S + 4.0) * _FLUSH < 0.5, (S + 3.0) ** 4 / 12.0 * _FLUSH ** 4, np.inf)
     slack = flush + 1e-12 + 1e-13 * np.abs(lB)                               # (R, K)
-    err = np.broadcast_to((2.0 * np.exp(lerr) + slack)[..., None], F.shape).copy()
-    r, k = np.nonzero(~(err[..., 0] <= tol))                                 # uniform bound too loose: per node
-    if r.size:
-        ar, br_, xr = a[r, k][:, None], b[r, k][:, None], x[r]
-        e1, e2 = _series_log_bounds(xr, ar, br_, tuple(c[r, k][:, None] for c in consts), nt)
+    err = 2.0 * np.exp(lerr) + slack                                         # (R, K): valid at every node
+    fix_r, fix_k = np.nonzero(~(err <= tol))                                 # too loose: bound node by node
+    fix_err = np.empty((fix_r.size, x.shape[1]))
+    if fix_r.size:
+        ar, br_, xr = a[fix_r, fix_k][:, None], b[fix_r, fix_k][:, None], x[fix_r]
+        e1, e2 = _series_log_bounds(xr, ar, br_, tuple(c[fix_r, fix_k][:, None] for c in consts), nt)
         one = e1 <= e2                                                       # the better series at each node
         with np.errstate(all="ignore"):
-            lq = lp[r, k] - np.where(one, np.log(ar), np.log(br_))
-            F[r, k] = np.where(one, np.exp(lq) * s1[r, k], 1.0 - np.exp(lq) * s2[r, k])
-        err[r, k] = 2.0 * np.exp(np.minimum(e1, e2)) + slack[r, k][:, None]
-    bad = ~(err <= tol)
-    if bad.any():
-        r, k, j = np.nonzero(bad)
-        F[r, k, j] = special.betainc(a[r, k], b[r, k], x[r, j])
-        err[r, k, j] = 1e-13
-    return F, err
+            lq = a[fix_r, fix_k][:, None] * lx[fix_r, 0] + b[fix_r, fix_k][:, None] * ly[fix_r, 0] \
+                 - lB[fix_r, fix_k][:, None] - np.where(one, np.log(ar), np.log(br_))
+            F[fix_r, fix_k] = np.where(one, np.exp(lq) * (s1[fix_r, fix_k] + 1.0), 1.0 - np.exp(lq) * (s2[fix_r, fix_k] + 1.0))
+        fix_err = 2.0 * np.exp(np.minimum(e1, e2)) + slack[fix_r, fix_k][:, None]
+        bad = ~(fix_err <= tol)
+        if bad.any():
+            i, j = np.nonzero(bad)
+            F[fix_r[i], fix_k[i], j] = special.betainc(a[fix_r[i], fix_k[i]], b[fix_r[i], fix_k[i]], x[fix_r[i], j])
+            fix_err[i, j] = 1e-13
+    return F, err, (fix_r, fix_k, fix_err)
 
 # %% ../nbs/01_coverage.ipynb #aa63739f
 def _subset_probs_t(p) -> np.ndarray:
     "p (R, h, N) -> (R, 2^h, N) probabilities of every subset of the h agents (bit j of the index <-> agent j)."
-    out = np.empty((p.shape[0], 2 ** p.shape[1], p.shape[2]))
+    R, h, N = p.shape
+    if h > 3:                                        # low half x high half: one outer product
+        lo_, hi_ = _subset_probs_t(p[:, :h // 2]), _subset_probs_t(p[:, h // 2:])
+        return (hi_[:, :, None, :] * lo_[:, None, :, :]).reshape(R, 2 ** h, N)
+    out = np.empty((R, 2 ** h, N))
     out[:, 0] = 1.0
     m = 1
-    for j in range(p.shape[1]):
+    for j in range(h):
         np.multiply(out[:, :m], p[:, j:j + 1], out=out[:, m:2 * m])
         out[:, :m] *= 1.0 - p[:, j:j + 1]
         m *= 2
@@ -409,14 +424,18 @@ def _objective_table(a_, b_, sums: SubsetSums, coarse: bool):
     order = np.argsort(wq <= 0, axis=1, kind="stable")[:, :int((wq > 0).sum(1).max())]   # non-empty panels first
     x, wq = np.take_along_axis(x, order, 1), np.take_along_axis(wq, order, 1)
     x = np.where(wq > 0, x, 0.5)
-    F, err = _beta_cdf_certified(x, a_, b_)
+    F, err, (fr, fk, ferr) = _beta_cdf_certified(x, a_, b_)
     piA = _subset_probs_t(F[:, :sums.hA]); piA *= wq[:, None, :]
-    P = np.matmul(piA, _subset_probs_t(F[:, sums.hA:]).transpose(0, 2, 1))[..., sums.orderB]   # (R, 2^hA, 2^hB)
-    tail = np.zeros(P.shape[:-1] + (P.shape[-1] + 1,))                   # tail[..., j] = sum of P[..., j:]
-    np.cumsum(P[..., ::-1], axis=-1, out=tail[..., -2::-1])
-    GW = tail[:, np.arange(P.shape[1])[None, :], sums.start].sum(-1)     # sum_j wq_j G(x_j) at every level
+    nB = 2 ** (sums.K - sums.hA)
+    P = np.matmul(piA, _subset_probs_t(F[:, sums.hA:]).transpose(0, 2, 1))[..., sums.orderB[::-1]]  # B by decreasing sum
+    C = np.zeros(P.shape[:-1] + (nB + 1,))                               # C[..., nB - j] = sum of the B-subsets >= j
+    np.cumsum(P, axis=-1, out=C[..., 1:])
+    GW = C[:, np.arange(P.shape[1])[None, :], nB - sums.start].sum(-1)   # sum_j wq_j G(x_j) at every level
     W = wq.sum(1)
-    return lo[:, None] + W[:, None] - GW, np.einsum("rn,rkn->r", wq, err) + 1e-10
+    err[fr, fk] = 0.0                                                    # replaced by the node-by-node bounds
+    eps = W * err.sum(1) + 1e-10                                         # each CDF moves G by at most its error
+    np.add.at(eps, fr, (wq[fr] * ferr).sum(1))
+    return lo[:, None] + W[:, None] - GW, eps
 
 def _certified_index(Q, eps, target: float):
     "Largest index with Q >= target (0 if none), feasibility, and whether the same holds for every Q' within eps of Q."
