@@ -353,7 +353,8 @@ def _series_switch(a, b, consts, nt: int, iters: int = 8):
         mid = 0.5 * (lo + hi)
         e1, e2 = _series_log_bounds(mid, a, b, consts, nt)
         lo, hi = np.where(e1 < e2, mid, lo), np.where(e1 < e2, hi, mid)
-    return hi, np.fmax(*_series_log_bounds(hi, a, b, consts, nt))
+    le = np.maximum(*_series_log_bounds(hi, a, b, consts, nt))
+    return hi, np.where(np.isnan(le), np.inf, le)
 
 # %% ../nbs/01_coverage.ipynb #e0a5a03c
 def _beta_cdf_certified(x, a, b, nt: int = _SERIES_TERMS, tol: float = _SERIES_TOL):
@@ -473,6 +474,8 @@ def _fast_search(b, n, t, target, sums, chunk_rows, margin):
     return idx, val, ok, todo
 
 # %% ../nbs/01_coverage.ipynb #9279fdd9
+_FAST_MAX_K: int = 14        # the certified search holds a 2^K matrix per row; more agents use the reference search
+
 def _reference_search(b, n, t, target, alpha, sums: SubsetSums, chunk_rows: int, margin):
     "The search of commit 5c99045 (bisection over tau, coarse nodes first): the fallback of `largest_feasible_tau`."
     R, T = b.shape[0], t.size
@@ -518,8 +521,9 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
     coarse objective is at least `margin` away from `target` at the chosen tau and at the next one (or at tau_0 for an
     infeasible row); the other rows are searched again with the default nodes. The objective of every row at every tau
     is computed at once from certified Beta CDFs; a row whose decisions could change within the certified error is
-    handed to the reference search (`_reference_search`, the same quadrature with scipy's CDFs), so index and
-    feasibility are those of the reference and the reported objective is within 1e-6 of it (the coarse one for a kept row)."""
+    handed to the reference search (`_reference_search`, the same quadrature with scipy's CDFs; also rows with a point
+    mass and K > 14), so index and feasibility are those of the reference and the reported objective is within its
+    certified error (<= ~1e-6) of the reference's (the coarse one for a kept row)."""
     n = _as_neff(n_eff)
     K = n.size
     b = _check_beta(beta)
@@ -537,7 +541,7 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
     sums = SubsetSums(_agg_weights(weights, n), 1.0 - t)
     if alpha is not None:                                   # CCC: one CDF per agent, already cheap
         return _reference_search(b, n, t, target, alpha, sums, chunk_rows, margin)
-    fast = np.flatnonzero((b > 0).all(1) & (b < 1).all(1))  # point masses (beta = 0 or 1) go to the reference
+    fast = np.flatnonzero((b > 0).all(1) & (b < 1).all(1) & (K <= _FAST_MAX_K))   # point masses (beta = 0, 1): reference
     idx, val, ok = np.zeros(b.shape[0], int), np.empty(b.shape[0]), np.zeros(b.shape[0], bool)
     idx[fast], val[fast], ok[fast], todo = _fast_search(b[fast], n, t, target, sums, chunk_rows, margin)
     ref = np.setdiff1d(np.arange(b.shape[0]), fast[~todo])
