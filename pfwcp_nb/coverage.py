@@ -308,7 +308,7 @@ def _expected_rows(a_, b_, sums: SubsetSums, coarse: bool):
     return objective
 
 # %% ../nbs/01_coverage.ipynb #689c408b
-_SERIES_TERMS: int = 48      # terms of the hypergeometric series per (node, agent)
+_SERIES_TERMS: int = 64      # terms of the hypergeometric series per (node, agent)
 _SERIES_TOL: float = 1e-7    # (node, agent) pairs whose certified series error exceeds this use scipy's betainc
 _FLUSH = 1e-6                # powers z^k, k >= 4, of nodes z < _FLUSH are dropped (bounded below; no subnormals)
 
