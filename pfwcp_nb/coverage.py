@@ -313,18 +313,21 @@ _SERIES_TOL: float = 1e-7    # (node, agent) pairs whose certified series error 
 _FLUSH = 1e-6                # powers z^k, k >= 4, of nodes z < _FLUSH are dropped (bounded below; no subnormals)
 
 def _series_powers(z, nt: int) -> np.ndarray:
-    "z (R, N) -> (R, nt-1, N) view with rows z^1 .. z^(nt-1); from z^4 on, nodes below `_FLUSH` contribute 0."
-    V = np.empty((nt - 1,) + z.shape)
-    V[0] = z
+    "z (R, N) -> (R, nt, N) view with rows z^0 .. z^(nt-1); from z^4 on, nodes below `_FLUSH` contribute 0."
+    V = np.empty((nt,) + z.shape)
+    V[0] = 1.0
+    V[1] = z
     zf = np.where(z < _FLUSH, 0.0, z)
-    for k in range(1, nt - 1):
-        np.multiply(V[k - 1], z if k < 3 else zf, out=V[k])
+    for k in range(2, nt):
+        np.multiply(V[k - 1], z if k < 4 else zf, out=V[k])
     return V.transpose(1, 0, 2)
 
 def _series_coef(s, c, nt: int) -> np.ndarray:
-    "d_1 .. d_{nt-1} of 2F1(s, 1; c + 1; z) = sum_n d_n z^n, d_{n+1} = d_n (s + n) / (c + 1 + n): (R, K) -> (R, K, nt-1)."
+    "d_0 .. d_{nt-1} of 2F1(s, 1; c + 1; z) = sum_n d_n z^n, d_0 = 1, d_{n+1} = d_n (s + n) / (c + 1 + n): (R, K) -> (R, K, nt)."
     n = np.arange(nt - 1, dtype=float)
-    return np.cumprod((s[..., None] + n) / (c[..., None] + 1.0 + n), axis=-1)
+    d = np.ones(s.shape + (nt,))
+    np.cumprod((s[..., None] + n) / (c[..., None] + 1.0 + n), axis=-1, out=d[..., 1:])
+    return d
 
 def _series_consts(a, b, lB, d1, d2, nt: int):
     "Ratio bounds c1, c2 of the terms beyond nt and log(d_nt / (a B(a, b))) of the direct and flipped series."
@@ -371,13 +374,13 @@ def _beta_cdf_certified(x, a, b, nt: int = _SERIES_TERMS, tol: float = _SERIES_T
     y = 1.0 - x
     with np.errstate(all="ignore"):
         lx, ly = np.log(x)[:, None, :], np.log(y)[:, None, :]
-        s1 = d1 @ _series_powers(x, nt)                   # (R, K, N) sums from n = 1
+        s1 = d1 @ _series_powers(x, nt)                                       # (R, K, N) truncated sums
         s2 = d2 @ _series_powers(y, nt)
         use1 = x[:, None, :] <= x_sw[..., None]
-        F = np.where(use1, s1, s2); F += 1.0
-        lp = a[..., None] * lx; lp += b[..., None] * ly
-        lp -= np.where(use1, (lB + np.log(a))[..., None], (lB + np.log(b))[..., None])
-        F *= np.exp(lp)                                                       # the direct F, or 1 - F
+        F = np.where(use1, s1, s2)
+        lp = a[..., None] * lx; lp += b[..., None] * ly; lp -= (lB + np.log(b))[..., None]
+        np.add(lp, np.log(b / a)[..., None], out=lp, where=use1)              # log prefactor of the series used
+        F *= np.exp(lp, out=lp)                                               # the direct F, or 1 - F
         np.subtract(1.0, F, out=F, where=~use1)
     # dropped powers z^k (k >= 4, z < _FLUSH): <= d_4 z^4 / (1 - (S + 4) z), the prefactor being <= 1; rounding
     flush = np.where((S + 4.0) * _FLUSH < 0.5, (S + 3.0) ** 4 / 12.0 * _FLUSH ** 4, np.inf)
@@ -392,7 +395,7 @@ def _beta_cdf_certified(x, a, b, nt: int = _SERIES_TERMS, tol: float = _SERIES_T
         with np.errstate(all="ignore"):
             lq = a[fix_r, fix_k][:, None] * lx[fix_r, 0] + b[fix_r, fix_k][:, None] * ly[fix_r, 0] \
                  - lB[fix_r, fix_k][:, None] - np.where(one, np.log(ar), np.log(br_))
-            F[fix_r, fix_k] = np.where(one, np.exp(lq) * (s1[fix_r, fix_k] + 1.0), 1.0 - np.exp(lq) * (s2[fix_r, fix_k] + 1.0))
+            F[fix_r, fix_k] = np.where(one, np.exp(lq) * s1[fix_r, fix_k], 1.0 - np.exp(lq) * s2[fix_r, fix_k])
         fix_err = 2.0 * np.exp(np.minimum(e1, e2)) + slack[fix_r, fix_k][:, None]
         bad = ~(fix_err <= tol)
         if bad.any():
@@ -417,13 +420,10 @@ def _subset_probs_t(p) -> np.ndarray:
         m *= 2
     return out
 
-def _objective_table(a_, b_, sums: SubsetSums, coarse: bool):
-    """E[U] of every row at every level of `sums` on the same quadrature as `_expected_rows` -> (R, T), and a bound
-    (R,) on its distance to the value `_expected_rows` computes (CDF error bounds, each CDF moving G by at most
-    its own error since dG/dp_k is in [0, 1], plus rounding)."""
-    lo, x, wq = _quadrature_nodes(a_, b_, coarse)
-    order = np.argsort(wq <= 0, axis=1, kind="stable")[:, :int((wq > 0).sum(1).max())]   # non-empty panels first
-    x, wq = np.take_along_axis(x, order, 1), np.take_along_axis(wq, order, 1)
+def _objective_table(lo, x, wq, a_, b_, sums: SubsetSums):
+    """E[U] of every row at every level of `sums` on the quadrature (lo, x, wq) of `_quadrature_nodes`, non-empty
+    panels first -> (R, T), and a bound (R,) on its distance to the value `_expected_rows` computes (each CDF moves G
+    by at most its own certified error since dG/dp_k is in [0, 1], plus rounding)."""
     x = np.where(wq > 0, x, 0.5)
     F, err, (fr, fk, ferr) = _beta_cdf_certified(x, a_, b_)
     piA = _subset_probs_t(F[:, :sums.hA]); piA *= wq[:, None, :]
@@ -431,12 +431,28 @@ def _objective_table(a_, b_, sums: SubsetSums, coarse: bool):
     P = np.matmul(piA, _subset_probs_t(F[:, sums.hA:]).transpose(0, 2, 1))[..., sums.orderB[::-1]]  # B by decreasing sum
     C = np.zeros(P.shape[:-1] + (nB + 1,))                               # C[..., nB - j] = sum of the B-subsets >= j
     np.cumsum(P, axis=-1, out=C[..., 1:])
-    GW = C[:, np.arange(P.shape[1])[None, :], nB - sums.start].sum(-1)   # sum_j wq_j G(x_j) at every level
+    flat = np.arange(P.shape[1]) * (nB + 1) + nB - sums.start             # (T, 2^hA) into C flattened per row
+    GW = np.take(C.reshape(C.shape[0], -1), flat, axis=1).sum(-1)        # sum_j wq_j G(x_j) at every level
     W = wq.sum(1)
     err[fr, fk] = 0.0                                                    # replaced by the node-by-node bounds
     eps = W * err.sum(1) + 1e-10                                         # each CDF moves G by at most its error
     np.add.at(eps, fr, (wq[fr] * ferr).sum(1))
     return lo[:, None] + W[:, None] - GW, eps
+
+def _objective_rows(a_, b_, sums: SubsetSums, coarse: bool, chunk_rows: int):
+    "`_objective_table` for any number of rows: nodes in blocks, then rows grouped by their count of non-empty panels."
+    nodes = [_quadrature_nodes(a_[r0:r0 + chunk_rows], b_[r0:r0 + chunk_rows], coarse)
+             for r0 in range(0, a_.shape[0], chunk_rows)]
+    lo, x, wq = (np.concatenate(v) for v in zip(*nodes))
+    cnt = (wq > 0).sum(1)
+    by_cnt = np.argsort(cnt, kind="stable")                              # little padding within a block
+    Q, eps = np.empty((a_.shape[0], sums.start.shape[0])), np.empty(a_.shape[0])
+    for r0 in range(0, a_.shape[0], chunk_rows):
+        rows = by_cnt[r0:r0 + chunk_rows]
+        keep = np.argsort(wq[rows] <= 0, axis=1, kind="stable")[:, :cnt[rows].max()]   # non-empty panels first
+        Q[rows], eps[rows] = _objective_table(lo[rows], np.take_along_axis(x[rows], keep, 1),
+                                              np.take_along_axis(wq[rows], keep, 1), a_[rows], b_[rows], sums)
+    return Q, eps
 
 def _certified_index(Q, eps, target: float):
     "Largest index with Q >= target (0 if none), feasibility, and whether the same holds for every Q' within eps of Q."
@@ -454,8 +470,7 @@ def _fast_search(b, n, t, target, sums, chunk_rows, margin):
     idx, val, ok, todo = np.zeros(R, int), np.empty(R), np.zeros(R, bool), np.zeros(R, bool)
     redo = np.zeros(R, bool)
     def run(rows, coarse):
-        a_, b_ = beta_law_params(b[rows], n[None, :])
-        Q, eps = _objective_table(a_, b_, sums, coarse)
+        Q, eps = _objective_rows(*beta_law_params(b[rows], n[None, :]), sums, coarse, chunk_rows)
         i, feas, cert, qi, qn = _certified_index(Q, eps, target)
         idx[rows], val[rows], ok[rows] = np.where(feas, i, 0), np.where(feas, qi, Q[:, 0]), feas
         if coarse:                          # the reference keeps the coarse answer only where it is `sure`
@@ -466,11 +481,9 @@ def _fast_search(b, n, t, target, sums, chunk_rows, margin):
             redo[rows] = cert & ~sure
             cert &= sure | ~redo[rows]      # rows for the default nodes are handled in the second pass
         todo[rows] = ~cert
-    for r0 in range(0, R, chunk_rows):
-        run(np.arange(r0, min(R, r0 + chunk_rows)), margin is not None)
-    rr = np.flatnonzero(redo)
-    for r0 in range(0, rr.size, chunk_rows):
-        run(rr[r0:r0 + chunk_rows], False)
+    run(np.arange(R), margin is not None)
+    if redo.any():
+        run(np.flatnonzero(redo), False)
     return idx, val, ok, todo
 
 # %% ../nbs/01_coverage.ipynb #9279fdd9
