@@ -454,6 +454,7 @@ def _objective_rows(a_, b_, sums: SubsetSums, coarse: bool, chunk_rows: int):
                                               np.take_along_axis(wq[rows], keep, 1), a_[rows], b_[rows], sums)
     return Q, eps
 
+# %% ../nbs/01_coverage.ipynb #7e977a7a
 def _certified_index(Q, eps, target: float):
     "Largest index with Q >= target (0 if none), feasibility, and whether the same holds for every Q' within eps of Q."
     T = Q.shape[1]
