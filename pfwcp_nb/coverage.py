@@ -479,8 +479,8 @@ def _fast_search(b, n, t, target, sums, chunk_rows, margin):
             cert &= np.where(feas, (np.abs(qi - hi_t) > eps) & ((i + 1 >= T) | (np.abs(qn - lo_t) > eps)),
                              np.abs(q0 - lo_t) > eps)
             sure = np.where(feas, (qi >= hi_t) & ((i + 1 >= T) | (qn < lo_t)), q0 < lo_t)
-            redo[rows] = cert & ~sure
-            cert &= sure | ~redo[rows]      # rows for the default nodes are handled in the second pass
+            redo[rows] = cert & ~sure       # the reference searches these again on the default nodes: so do we
+            cert &= sure                    # (the second pass below overwrites their answer and `todo`)
         todo[rows] = ~cert
     run(np.arange(R), margin is not None)
     if redo.any():
