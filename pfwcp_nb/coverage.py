@@ -557,7 +557,9 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
         return _reference_search(b, n, t, target, alpha, sums, chunk_rows, margin)
     fast = np.flatnonzero((b > 0).all(1) & (b < 1).all(1) & (K <= _FAST_MAX_K))   # point masses (beta = 0, 1): reference
     idx, val, ok = np.zeros(b.shape[0], int), np.empty(b.shape[0]), np.zeros(b.shape[0], bool)
-    idx[fast], val[fast], ok[fast], todo = _fast_search(b[fast], n, t, target, sums, chunk_rows, margin)
+    todo = np.zeros(0, bool)
+    if fast.size:
+        idx[fast], val[fast], ok[fast], todo = _fast_search(b[fast], n, t, target, sums, chunk_rows, margin)
     ref = np.setdiff1d(np.arange(b.shape[0]), fast[~todo])
     if ref.size:
         idx[ref], val[ref], ok[ref] = _reference_search(b[ref], n, t, target, None, sums, chunk_rows, margin)

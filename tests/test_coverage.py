@@ -271,3 +271,13 @@ def test_certified_beta_cdf_bound_holds(seed):
     err[fr, fk] = ferr                                                   # node-by-node bounds where they were taken
     ref = special.betainc(a_[..., None], b_[..., None], x[:, None, :])
     assert np.all(np.abs(F - ref) <= err)
+
+
+@pytest.mark.parametrize("K, rows", [(15, "random"), (4, "point masses"), (3, "none")])
+def test_certified_search_reference_only_cases(K, rows):
+    "K above the certified search's cap, only point-mass rows, and no rows at all: the reference's answer."
+    rng = np.random.default_rng(K)
+    n_eff = rng.uniform(2, 60, K)
+    beta = {"random": _levels(rng, 12, K, "random"), "point masses": rng.choice([0.0, 1.0], (5, K)),
+            "none": np.zeros((0, K))}[rows]
+    _assert_same_search(beta, n_eff, np.linspace(0, 0.7, 15), 0.8 - 1e-8)
