@@ -171,8 +171,12 @@ def _quadrature_nodes(a, b, coarse: bool = False):
     where a Beta law with a < 1 or b < 1 has a singular density (for a or b near 0 the CDF behaves like a logarithm).
 
     a, b: (R, K). Returns lo (R,), nodes (R, N), weights (R, N)."""
+    L = _q_levels(a.shape[1], coarse)
+    same = (a == a[:1]).all(0) & (b == b[:1]).all(0)        # agents with the same law in every row: computed once
+    br = np.empty(a.shape + (L.size,))                                          # (R, K, L)
     with np.errstate(all="ignore"):
-        br = special.betaincinv(a[..., None], b[..., None], _q_levels(a.shape[1], coarse))   # (R, K, L)
+        br[:, same] = special.betaincinv(a[:1, same, None], b[:1, same, None], L)
+        br[:, ~same] = special.betaincinv(a[:, ~same, None], b[:, ~same, None], L)
     br = np.where(a[..., None] <= 0, 0.0, np.where(b[..., None] <= 0, 1.0, br))  # point masses
     br = np.sort(br.reshape(a.shape[0], -1), axis=1)
     # the sorted union of the K agents' quantiles traces the quantiles of their mixture; with many agents every
@@ -303,37 +307,191 @@ def _expected_rows(a_, b_, sums: SubsetSums, coarse: bool):
         return lo + np.bincount(rr, weights=wn * (1.0 - G), minlength=nr)
     return objective
 
-def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
-                         n_eff, # (K,) effective sample sizes
-                         tau, # (T,) increasing aggregate levels in [0, 1)
-                         target: float, # feasibility: objective >= target (pass 1 - alpha or 1 - delta minus a slack)
-                         alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1 - alpha) (CCC)
-                         *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
-                         chunk_rows: int = 64, # rows per block (memory: ~ rows x 400 nodes x 2^(K/2) floats)
-                         margin: float | None = 2e-4, # MC criterion: coarse search, rows within `margin` re-searched
-                                                      # with the default nodes; None: default nodes for every row
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # index (R,), objective there (R,), feasible (R,)
-    """Per row, the largest tau of the grid whose exact objective reaches `target` (index 0 and feasible=False if none).
+# %% ../nbs/01_coverage.ipynb #689c408b
+_SERIES_TERMS: int = 64      # terms of the hypergeometric series per (node, agent)
+_SERIES_TOL: float = 1e-7    # (node, agent) pairs whose certified series error exceeds this use scipy's betainc
+_FLUSH = 1e-6                # powers z^k, k >= 4, of nodes z < _FLUSH are dropped (bounded below; no subnormals)
 
-    MC criterion: the search first runs on coarse quadrature nodes (error ~1e-5, about 2.5x cheaper). A row's answer
-    is kept when its coarse objective is at least `margin` away from `target` at the chosen tau and at the next one
-    (or at tau_0 for an infeasible row): a coarse error below `margin` cannot change it there. The other rows are
-    searched again with the default nodes. The reported objective of a kept row is the coarse one."""
-    n = _as_neff(n_eff)
-    K = n.size
-    b = _check_beta(beta)
-    if b.ndim != 2 or b.shape[1] != K:
-        raise ValueError(f"`beta` must be (R, K={K}), got shape {np.shape(beta)}.")
-    t = _check_tau(tau)
-    if np.any(np.diff(t) <= 0):
-        raise ValueError("`tau` must be strictly increasing.")
-    if alpha is not None and not (0 < alpha < 1):
-        raise ValueError(f"`alpha` must lie in (0, 1), got {alpha}.")
-    if margin is not None and not (0 < margin < 1):
-        raise ValueError(f"`margin` must lie in (0, 1) or be None, got {margin}.")
-    if K > MAX_EXACT_K:
-        raise ValueError(f"exact search supports K <= {MAX_EXACT_K} agents, got K={K}; use coverage_objective(engine='mc').")
-    sums = SubsetSums(_agg_weights(weights, n), 1.0 - t)
+def _series_powers(z, nt: int) -> np.ndarray:
+    "z (R, N) -> (R, nt, N) view with rows z^0 .. z^(nt-1); from z^4 on, nodes below `_FLUSH` contribute 0."
+    V = np.empty((nt,) + z.shape)
+    V[0] = 1.0
+    V[1] = z
+    zf = np.where(z < _FLUSH, 0.0, z)
+    for k in range(2, nt):
+        np.multiply(V[k - 1], z if k < 4 else zf, out=V[k])
+    return V.transpose(1, 0, 2)
+
+def _series_coef(s, c, nt: int) -> np.ndarray:
+    "d_0 .. d_{nt-1} of 2F1(s, 1; c + 1; z) = sum_n d_n z^n, d_0 = 1, d_{n+1} = d_n (s + n) / (c + 1 + n): (R, K) -> (R, K, nt)."
+    n = np.arange(nt - 1, dtype=float)
+    d = np.ones(s.shape + (nt,))
+    np.cumprod((s[..., None] + n) / (c[..., None] + 1.0 + n), axis=-1, out=d[..., 1:])
+    return d
+
+def _series_consts(a, b, lB, d1, d2, nt: int):
+    "Ratio bounds c1, c2 of the terms beyond nt and log(d_nt / (a B(a, b))) of the direct and flipped series."
+    S = a + b
+    c1 = np.where(b >= 1, (S + nt) / (a + 1 + nt), 1.0)             # term ratios beyond nt are <= c1 z (direct)
+    c2 = np.where(a >= 1, (S + nt) / (b + 1 + nt), 1.0)             # and <= c2 (1 - z) (flipped)
+    k1 = np.log(d1[..., -1] * (S + nt - 1) / (a + nt)) - lB - np.log(a)
+    k2 = np.log(d2[..., -1] * (S + nt - 1) / (b + nt)) - lB - np.log(b)
+    return c1, c2, k1, k2
+
+def _series_log_bounds(z, a, b, consts, nt: int):
+    "log of the truncation errors d_nt z^nt pre(z) / (1 - ratio bound) of the direct and flipped series at z."
+    c1, c2, k1, k2 = consts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lz, ly = np.log(z), np.log1p(-z)
+        e1 = (a + nt) * lz + b * ly + k1 - np.log1p(-c1 * z)
+        e2 = a * lz + (b + nt) * ly + k2 - np.log1p(-c2 * (1.0 - z))
+    return np.where(c1 * z < 1, e1, np.inf), np.where(c2 * (1.0 - z) < 1, e2, np.inf)
+
+def _series_switch(a, b, consts, nt: int, iters: int = 8):
+    """Per (row, agent): the node x_sw up to which the direct series is used (the flipped one above), and a bound on
+    the truncation error at every node. The direct bound is increasing on [0, hi], the flipped one decreasing on
+    [lo, 1], so for any x_sw in [lo, hi] their values at x_sw bound them on their whole side."""
+    lo, hi = a / (a + b + nt), (a + nt) / (a + b + nt)
+    for _ in range(iters):                                          # balance the two bounds (any x_sw is valid)
+        mid = 0.5 * (lo + hi)
+        e1, e2 = _series_log_bounds(mid, a, b, consts, nt)
+        lo, hi = np.where(e1 < e2, mid, lo), np.where(e1 < e2, hi, mid)
+    le = np.maximum(*_series_log_bounds(hi, a, b, consts, nt))
+    return hi, np.where(np.isnan(le), np.inf, le)
+
+# %% ../nbs/01_coverage.ipynb #e0a5a03c
+def _beta_cdf_certified(x, a, b, nt: int = _SERIES_TERMS, tol: float = _SERIES_TOL):
+    """Beta CDFs of every agent at every node, with a proven bound on the error of each.
+
+    I_z(a, b) = z^a (1-z)^b / (a B(a, b)) * sum_n d_n z^n (positive terms), or 1 - I_{1-z}(b, a) above x_sw.
+    x (R, N) nodes in [0, 1]; a, b (R, K) > 0. Returns F (R, K, N), err (R, K) >= |F - I_x(a, b)| at every node (truncation, dropped tiny powers,
+    floating point generously, scipy's own rounding) and, for the (row, agent) pairs where that bound exceeds `tol`,
+    the rows, agents and bounds node by node (nodes still above `tol` are computed by scipy's betainc)."""
+    S, lB = a + b, special.betaln(a, b)
+    d1, d2 = _series_coef(S, a, nt), _series_coef(S, b, nt)
+    consts = _series_consts(a, b, lB, d1, d2, nt)
+    x_sw, lerr = _series_switch(a, b, consts, nt)
+    y = 1.0 - x
+    with np.errstate(all="ignore"):
+        lx, ly = np.log(x)[:, None, :], np.log(y)[:, None, :]
+        s1 = d1 @ _series_powers(x, nt)                                       # (R, K, N) truncated sums
+        s2 = d2 @ _series_powers(y, nt)
+        use1 = x[:, None, :] <= x_sw[..., None]
+        F = np.where(use1, s1, s2)
+        lp = a[..., None] * lx; lp += b[..., None] * ly; lp -= (lB + np.log(b))[..., None]
+        np.add(lp, np.log(b / a)[..., None], out=lp, where=use1)              # log prefactor of the series used
+        F *= np.exp(lp, out=lp)                                               # the direct F, or 1 - F
+        np.subtract(1.0, F, out=F, where=~use1)
+    # dropped powers z^k (k >= 4, z < _FLUSH): <= d_4 z^4 / (1 - (S + 4) z), the prefactor being <= 1; rounding
+    flush = np.where((S + 4.0) * _FLUSH < 0.5, (S + 3.0) ** 4 / 12.0 * _FLUSH ** 4, np.inf)
+    slack = flush + 1e-12 + 1e-13 * np.abs(lB)                               # (R, K)
+    err = 2.0 * np.exp(lerr) + slack                                         # (R, K): valid at every node
+    fix_r, fix_k = np.nonzero(~(err <= tol))                                 # too loose: bound node by node
+    fix_err = np.empty((fix_r.size, x.shape[1]))
+    if fix_r.size:
+        ar, br_, xr = a[fix_r, fix_k][:, None], b[fix_r, fix_k][:, None], x[fix_r]
+        e1, e2 = _series_log_bounds(xr, ar, br_, tuple(c[fix_r, fix_k][:, None] for c in consts), nt)
+        one = e1 <= e2                                                       # the better series at each node
+        with np.errstate(all="ignore"):
+            lq = a[fix_r, fix_k][:, None] * lx[fix_r, 0] + b[fix_r, fix_k][:, None] * ly[fix_r, 0] \
+                 - lB[fix_r, fix_k][:, None] - np.where(one, np.log(ar), np.log(br_))
+            F[fix_r, fix_k] = np.where(one, np.exp(lq) * s1[fix_r, fix_k], 1.0 - np.exp(lq) * s2[fix_r, fix_k])
+        fix_err = 2.0 * np.exp(np.minimum(e1, e2)) + slack[fix_r, fix_k][:, None]
+        bad = ~(fix_err <= tol)
+        if bad.any():
+            i, j = np.nonzero(bad)
+            F[fix_r[i], fix_k[i], j] = special.betainc(a[fix_r[i], fix_k[i]], b[fix_r[i], fix_k[i]], x[fix_r[i], j])
+            fix_err[i, j] = 1e-13
+    return F, err, (fix_r, fix_k, fix_err)
+
+# %% ../nbs/01_coverage.ipynb #aa63739f
+def _subset_probs_t(p) -> np.ndarray:
+    "p (R, h, N) -> (R, 2^h, N) probabilities of every subset of the h agents (bit j of the index <-> agent j)."
+    R, h, N = p.shape
+    if h > 3:                                        # low half x high half: one outer product
+        lo_, hi_ = _subset_probs_t(p[:, :h // 2]), _subset_probs_t(p[:, h // 2:])
+        return (hi_[:, :, None, :] * lo_[:, None, :, :]).reshape(R, 2 ** h, N)
+    out = np.empty((R, 2 ** h, N))
+    out[:, 0] = 1.0
+    m = 1
+    for j in range(h):
+        np.multiply(out[:, :m], p[:, j:j + 1], out=out[:, m:2 * m])
+        out[:, :m] *= 1.0 - p[:, j:j + 1]
+        m *= 2
+    return out
+
+def _objective_table(lo, x, wq, a_, b_, sums: SubsetSums):
+    """E[U] of every row at every level of `sums` on the quadrature (lo, x, wq) of `_quadrature_nodes`, non-empty
+    panels first -> (R, T), and a bound (R,) on its distance to the value `_expected_rows` computes (each CDF moves G
+    by at most its own certified error since dG/dp_k is in [0, 1], plus rounding)."""
+    x = np.where(wq > 0, x, 0.5)
+    F, err, (fr, fk, ferr) = _beta_cdf_certified(x, a_, b_)
+    piA = _subset_probs_t(F[:, :sums.hA]); piA *= wq[:, None, :]
+    nB = 2 ** (sums.K - sums.hA)
+    P = np.matmul(piA, _subset_probs_t(F[:, sums.hA:]).transpose(0, 2, 1))[..., sums.orderB[::-1]]  # B by decreasing sum
+    C = np.zeros(P.shape[:-1] + (nB + 1,))                               # C[..., nB - j] = sum of the B-subsets >= j
+    np.cumsum(P, axis=-1, out=C[..., 1:])
+    flat = np.arange(P.shape[1]) * (nB + 1) + nB - sums.start             # (T, 2^hA) into C flattened per row
+    GW = np.take(C.reshape(C.shape[0], -1), flat, axis=1).sum(-1)        # sum_j wq_j G(x_j) at every level
+    W = wq.sum(1)
+    err[fr, fk] = 0.0                                                    # replaced by the node-by-node bounds
+    eps = W * err.sum(1) + 1e-10                                         # each CDF moves G by at most its error
+    np.add.at(eps, fr, (wq[fr] * ferr).sum(1))
+    return lo[:, None] + W[:, None] - GW, eps
+
+def _objective_rows(a_, b_, sums: SubsetSums, coarse: bool, chunk_rows: int):
+    "`_objective_table` for any number of rows: nodes in blocks, then rows grouped by their count of non-empty panels."
+    nodes = [_quadrature_nodes(a_[r0:r0 + chunk_rows], b_[r0:r0 + chunk_rows], coarse)
+             for r0 in range(0, a_.shape[0], chunk_rows)]
+    lo, x, wq = (np.concatenate(v) for v in zip(*nodes))
+    cnt = (wq > 0).sum(1)
+    by_cnt = np.argsort(cnt, kind="stable")                              # little padding within a block
+    Q, eps = np.empty((a_.shape[0], sums.start.shape[0])), np.empty(a_.shape[0])
+    for r0 in range(0, a_.shape[0], chunk_rows):
+        rows = by_cnt[r0:r0 + chunk_rows]
+        keep = np.argsort(wq[rows] <= 0, axis=1, kind="stable")[:, :cnt[rows].max()]   # non-empty panels first
+        Q[rows], eps[rows] = _objective_table(lo[rows], np.take_along_axis(x[rows], keep, 1),
+                                              np.take_along_axis(wq[rows], keep, 1), a_[rows], b_[rows], sums)
+    return Q, eps
+
+# %% ../nbs/01_coverage.ipynb #7e977a7a
+def _certified_index(Q, eps, target: float):
+    "Largest index with Q >= target (0 if none), feasibility, and whether the same holds for every Q' within eps of Q."
+    T = Q.shape[1]
+    cnt = (Q >= target).sum(1)
+    i = np.maximum(cnt - 1, 0)
+    qi, qn = Q[np.arange(Q.shape[0]), i], Q[np.arange(Q.shape[0]), np.minimum(i + 1, T - 1)]
+    feas = cnt > 0
+    cert = np.where(feas, (qi - eps >= target) & ((i + 1 >= T) | (qn + eps < target)), Q[:, 0] + eps < target)
+    return i, feas, cert, qi, qn
+
+def _fast_search(b, n, t, target, sums, chunk_rows, margin):
+    "The reference search's answer for every row it can certify; `todo` marks the rows left to the reference."
+    R, T = b.shape[0], t.size
+    idx, val, ok, todo = np.zeros(R, int), np.empty(R), np.zeros(R, bool), np.zeros(R, bool)
+    redo = np.zeros(R, bool)
+    def run(rows, coarse):
+        Q, eps = _objective_rows(*beta_law_params(b[rows], n[None, :]), sums, coarse, chunk_rows)
+        i, feas, cert, qi, qn = _certified_index(Q, eps, target)
+        idx[rows], val[rows], ok[rows] = np.where(feas, i, 0), np.where(feas, qi, Q[:, 0]), feas
+        if coarse:                          # the reference keeps the coarse answer only where it is `sure`
+            hi_t, lo_t, q0 = target + margin, target - margin, Q[:, 0]
+            cert &= np.where(feas, (np.abs(qi - hi_t) > eps) & ((i + 1 >= T) | (np.abs(qn - lo_t) > eps)),
+                             np.abs(q0 - lo_t) > eps)
+            sure = np.where(feas, (qi >= hi_t) & ((i + 1 >= T) | (qn < lo_t)), q0 < lo_t)
+            redo[rows] = cert & ~sure       # the reference searches these again on the default nodes: so do we
+            cert &= sure                    # (the second pass below overwrites their answer and `todo`)
+        todo[rows] = ~cert
+    run(np.arange(R), margin is not None)
+    if redo.any():
+        run(np.flatnonzero(redo), False)
+    return idx, val, ok, todo
+
+# %% ../nbs/01_coverage.ipynb #9279fdd9
+_FAST_MAX_K: int = 14        # the certified search holds a 2^K matrix per row; more agents use the reference search
+
+def _reference_search(b, n, t, target, alpha, sums: SubsetSums, chunk_rows: int, margin):
+    "The search of commit 5c99045 (bisection over tau, coarse nodes first): the fallback of `largest_feasible_tau`."
     R, T = b.shape[0], t.size
     idx, val, ok = np.zeros(R, int), np.empty(R), np.zeros(R, bool)
     for r0 in range(0, R, chunk_rows):
@@ -359,4 +517,50 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
         feas = v0 >= target
         sl = slice(r0, r0 + nr)
         idx[sl], val[sl], ok[sl] = np.where(feas, lo_i, 0), np.where(feas, lo_v, v0), feas
+    return idx, val, ok
+
+def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
+                         n_eff, # (K,) effective sample sizes
+                         tau, # (T,) increasing aggregate levels in [0, 1)
+                         target: float, # feasibility: objective >= target (pass 1 - alpha or 1 - delta minus a slack)
+                         alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1 - alpha) (CCC)
+                         *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
+                         chunk_rows: int = 64, # rows per block (memory: ~ rows x 400 nodes x 2^(K/2) floats)
+                         margin: float | None = 2e-4, # MC criterion: coarse search, rows within `margin` re-searched
+                                                      # with the default nodes; None: default nodes for every row
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # index (R,), objective there (R,), feasible (R,)
+    """Per row, the largest tau of the grid whose exact objective reaches `target` (index 0 and feasible=False if none).
+
+    MC criterion: the search first runs on coarse quadrature nodes (error ~1e-5). A row's answer is kept when its
+    coarse objective is at least `margin` away from `target` at the chosen tau and at the next one (or at tau_0 for an
+    infeasible row); the other rows are searched again with the default nodes. The objective of every row at every tau
+    is computed at once from certified Beta CDFs; a row whose decisions could change within the certified error is
+    handed to the reference search (`_reference_search`, the same quadrature with scipy's CDFs; also rows with a point
+    mass and K > 14), so index and feasibility are those of the reference and the reported objective is within its
+    certified error (<= ~1e-6) of the reference's (the coarse one for a kept row)."""
+    n = _as_neff(n_eff)
+    K = n.size
+    b = _check_beta(beta)
+    if b.ndim != 2 or b.shape[1] != K:
+        raise ValueError(f"`beta` must be (R, K={K}), got shape {np.shape(beta)}.")
+    t = _check_tau(tau)
+    if np.any(np.diff(t) <= 0):
+        raise ValueError("`tau` must be strictly increasing.")
+    if alpha is not None and not (0 < alpha < 1):
+        raise ValueError(f"`alpha` must lie in (0, 1), got {alpha}.")
+    if margin is not None and not (0 < margin < 1):
+        raise ValueError(f"`margin` must lie in (0, 1) or be None, got {margin}.")
+    if K > MAX_EXACT_K:
+        raise ValueError(f"exact search supports K <= {MAX_EXACT_K} agents, got K={K}; use coverage_objective(engine='mc').")
+    sums = SubsetSums(_agg_weights(weights, n), 1.0 - t)
+    if alpha is not None:                                   # CCC: one CDF per agent, already cheap
+        return _reference_search(b, n, t, target, alpha, sums, chunk_rows, margin)
+    fast = np.flatnonzero((b > 0).all(1) & (b < 1).all(1) & (K <= _FAST_MAX_K))   # point masses (beta = 0, 1): reference
+    idx, val, ok = np.zeros(b.shape[0], int), np.empty(b.shape[0]), np.zeros(b.shape[0], bool)
+    todo = np.zeros(0, bool)
+    if fast.size:
+        idx[fast], val[fast], ok[fast], todo = _fast_search(b[fast], n, t, target, sums, chunk_rows, margin)
+    ref = np.setdiff1d(np.arange(b.shape[0]), fast[~todo])
+    if ref.size:
+        idx[ref], val[ref], ok[ref] = _reference_search(b[ref], n, t, target, None, sums, chunk_rows, margin)
     return idx, val, ok

@@ -155,3 +155,129 @@ def test_largest_feasible_tau_bad_input():
         largest_feasible_tau(np.full((2, 3), 0.1), [10, 10, 10], [0.2, 0.1], 0.9)
     with pytest.raises(ValueError, match="beta"):
         largest_feasible_tau(np.full((2, 4), 0.1), [10, 10, 10], [0.1, 0.2], 0.9)
+
+
+# --- the certified one-shot search against the search of commit 5c99045 (frozen below, verbatim) ---
+
+def _search_5c99045(beta, n_eff, tau, target, *, weights=None, chunk_rows=64, margin=2e-4):
+    "`largest_feasible_tau` of commit 5c99045, MC criterion (its helpers are unchanged in pfwcp_nb.coverage)."
+    from pfwcp_nb.coverage import (SubsetSums, _agg_weights, _bisect_rows, _expected_rows)
+    n, b, t = np.asarray(n_eff, float), np.asarray(beta, float), np.asarray(tau, float)
+    sums = SubsetSums(_agg_weights(weights, n), 1.0 - t)
+    R, T = b.shape[0], t.size
+    idx, val, ok = np.zeros(R, int), np.empty(R), np.zeros(R, bool)
+    for r0 in range(0, R, chunk_rows):
+        a_, b_ = beta_law_params(b[r0:r0 + chunk_rows], n[None, :])
+        nr = a_.shape[0]
+        if margin is None:
+            lo_i, lo_v, v0 = _bisect_rows(_expected_rows(a_, b_, sums, False), nr, T, target)
+        else:
+            obj = _expected_rows(a_, b_, sums, True)
+            lo_i, lo_v, v0 = _bisect_rows(obj, nr, T, target)
+            nxt = obj(np.minimum(lo_i + 1, T - 1))
+            sure = np.where(v0 >= target,
+                            (lo_v >= target + margin) & ((lo_i + 1 >= T) | (nxt < target - margin)),
+                            v0 < target - margin)
+            redo = np.flatnonzero(~sure)
+            if redo.size:
+                fi, fv, f0 = _bisect_rows(_expected_rows(a_[redo], b_[redo], sums, False), redo.size, T, target)
+                lo_i[redo], lo_v[redo], v0[redo] = fi, fv, f0
+        feas = v0 >= target
+        sl = slice(r0, r0 + nr)
+        idx[sl], val[sl], ok[sl] = np.where(feas, lo_i, 0), np.where(feas, lo_v, v0), feas
+    return idx, val, ok
+
+
+def _levels(rng, R, K, kind):
+    "Per-agent levels: 'random', 'extreme' (tiny / huge test weights: beta near its floor or near 1, point masses)."
+    base = rng.uniform(0.02, 0.35, (R, 1)) + rng.uniform(0, 0.45, (R, K)) ** 3
+    if kind == "extreme":
+        pick = rng.uniform(size=(R, K))
+        base = np.where(pick < 0.1, rng.uniform(1e-12, 1e-6, (R, K)), base)          # tiny omega: beta ~ floor
+        base = np.where(pick > 0.9, 1 - 10.0 ** -rng.uniform(1, 12, (R, K)), base)   # huge omega: beta -> 1
+        base[0, 0], base[1, -1] = 0.0, 1.0                                             # point masses
+    return np.clip(base, 0, 1)
+
+
+def _assert_same_search(beta, n_eff, taus, target, **kw):
+    from pfwcp_nb.coverage import largest_feasible_tau
+    i_old, v_old, ok_old = _search_5c99045(beta, n_eff, taus, target, **kw)
+    i_new, v_new, ok_new = largest_feasible_tau(beta, n_eff, taus, target, **kw)
+    np.testing.assert_array_equal(i_new, i_old)
+    np.testing.assert_array_equal(ok_new, ok_old)
+    np.testing.assert_allclose(v_new, v_old, rtol=0, atol=1e-6)
+    return ok_old
+
+
+@settings(max_examples=12, deadline=None)
+@given(K=st.sampled_from([1, 2, 3, 5, 8, 11]), seed=st.integers(0, 10**6), kind=st.sampled_from(["random", "extreme"]),
+       coarse=st.booleans())
+def test_certified_search_equals_5c99045(K, seed, kind, coarse):
+    "Same tau index and feasibility as the search of 5c99045 for every row (random and extreme levels, K = 1..11)."
+    rng = np.random.default_rng(seed)
+    n_eff = rng.uniform(1, 120, K)
+    n_eff[: K // 3] = rng.uniform(0.3, 4, K // 3)                       # b = beta (n_eff + 1) < 1: singular densities
+    beta = _levels(rng, 48, K, kind)
+    taus = np.unique(np.r_[0.0, np.sort(rng.uniform(0, 0.9, 25))])
+    w = rng.uniform(0.1, 1, K) if rng.uniform() < 0.5 else None
+    _assert_same_search(beta, n_eff, taus, rng.uniform(0.6, 0.95) - 1e-8, weights=w, chunk_rows=16,
+                        margin=2e-4 if coarse else None)
+
+
+def test_certified_search_paper_like_and_infeasible_rows():
+    "K = 11 with the severe Gaussian shift's levels (n_k = 100, oracle weights), plus rows no tau makes feasible."
+    rng = np.random.default_rng(3)
+    K, d, n = 11, 10, 100
+    g = np.zeros((K, d)); g[0, : d // 4] = rng.uniform(-1, -0.5, d // 4); g[1:, d // 4:] = rng.uniform(-0.7, 0.7, (K - 1, d - d // 4))
+    ow = lambda X: np.exp(X @ (g[0] - g).T - 0.5 * (g[0] @ g[0] - np.sum(g * g, axis=1)))
+    W = [np.ones(n)] + [ow(g[k] + rng.standard_normal((n, d)))[:, k] for k in range(1, K)]
+    n_eff = np.array([w.sum() ** 2 / (w ** 2).sum() for w in W])
+    TW = ow(g[0] + rng.standard_normal((150, d)))
+    wbar = np.array([w.sum() for w in W]); wmax = np.array([w.max() for w in W])
+    beta = np.clip((TW + 0.1 * wmax) / (wbar + TW), 0, 0.999)              # beta^k(X) shape: floor, -> 1 for huge omega
+    beta[:20] = np.clip(beta[:20] + 0.4, 0, 0.999)                          # infeasible rows
+    ok = _assert_same_search(beta, n_eff, np.linspace(0, 0.65, 51), 0.9 - 1e-8)
+    assert 0 < ok.mean() < 1
+
+
+def test_certified_search_ties_at_the_target_fall_back():
+    "A target equal to the reference objective at some tau (the hardest case) still gives the reference's answer."
+    from pfwcp_nb.coverage import SubsetSums, _expected_rows, aggregation_weights
+    rng = np.random.default_rng(9)
+    K, taus = 5, np.linspace(0, 0.8, 21)
+    n_eff = rng.uniform(5, 80, K)
+    beta = _levels(rng, 6, K, "random")
+    sums = SubsetSums(aggregation_weights(n_eff), 1 - taus)
+    for coarse, margin in ((True, 2e-4), (False, None)):
+        a_, b_ = beta_law_params(beta, n_eff[None, :])
+        q = _expected_rows(a_, b_, sums, coarse)(np.full(6, 7))
+        for target in (q[0], q[1] + 2e-4, q[2] - 2e-4):                    # at the value and at target -/+ margin
+            _assert_same_search(beta, n_eff, taus, target, margin=margin)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_certified_beta_cdf_bound_holds(seed):
+    "The series CDF is within its certified bound of scipy's betainc, tails and singular densities included."
+    from scipy import special
+    from pfwcp_nb.coverage import _beta_cdf_certified
+    rng = np.random.default_rng(seed)
+    R, K = 6, 5
+    a_, b_ = beta_law_params(rng.uniform(1e-4, 0.95, (R, K)), 10.0 ** rng.uniform(-0.5, 3, (R, K)))
+    x = np.sort(np.concatenate([rng.uniform(0, 1, (R, 40)), 10.0 ** -rng.uniform(0, 17, (R, 8)),
+                                1 - 10.0 ** -rng.uniform(0, 17, (R, 8))], axis=1), axis=1)
+    F, err, (fr, fk, ferr) = _beta_cdf_certified(x, a_, b_)
+    err = np.broadcast_to(err[..., None], F.shape).copy()
+    err[fr, fk] = ferr                                                   # node-by-node bounds where they were taken
+    ref = special.betainc(a_[..., None], b_[..., None], x[:, None, :])
+    assert np.all(np.abs(F - ref) <= err)
+
+
+@pytest.mark.parametrize("K, rows", [(15, "random"), (4, "point masses"), (3, "none")])
+def test_certified_search_reference_only_cases(K, rows):
+    "K above the certified search's cap, only point-mass rows, and no rows at all: the reference's answer."
+    rng = np.random.default_rng(K)
+    n_eff = rng.uniform(2, 60, K)
+    beta = {"random": _levels(rng, 12, K, "random"), "point masses": rng.choice([0.0, 1.0], (5, K)),
+            "none": np.zeros((0, K))}[rows]
+    _assert_same_search(beta, n_eff, np.linspace(0, 0.7, 15), 0.8 - 1e-8)
