@@ -16,15 +16,19 @@ import pandas as pd
 import torch
 from scipy.optimize import minimize_scalar
 from scipy.stats import spearmanr
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neural_network import MLPClassifier
+from threadpoolctl import threadpool_limits
 
 from .federated import DATASET_ARCH, PCAProjection, _check_agents_X, fedavg_many, fit_pca, make_mlp
 from .quantiles import effective_sample_size
 
 # %% auto #0
-__all__ = ['RATIO_METHODS', 'DEFAULT_EPS', 'RATIO_ARCHS', 'IMAGE_ARCHS', 'WEIGHT_DECAY_GRID', 'HPARAMS', 'DensityRatio',
-           'gaussian_oracle_ratio', 'tilting_oracle_ratio', 'cifar_oracle_ratio', 'oracle_density_ratios',
-           'ratio_quality', 'ratio_settings', 'image_statistics', 'RatioFeatures', 'fit_ratio_features', 'AgentHoldout',
-           'select_by_validation', 'federated_temperature', 'fit_density_ratios', 'fit_fwcp_ratio']
+__all__ = ['RATIO_METHODS', 'DEFAULT_EPS', 'RATIO_ARCHS', 'IMAGE_ARCHS', 'WEIGHT_DECAY_GRID', 'HPARAMS', 'FWCP_ALPHA_GRID',
+           'DensityRatio', 'gaussian_oracle_ratio', 'tilting_oracle_ratio', 'cifar_oracle_ratio',
+           'oracle_density_ratios', 'ratio_quality', 'ratio_settings', 'image_statistics', 'RatioFeatures',
+           'fit_ratio_features', 'AgentHoldout', 'select_by_validation', 'federated_temperature', 'fit_density_ratios',
+           'fit_fwcp_ratio']
 
 # %% ../nbs/04_density_ratio.ipynb #659598dc
 RATIO_METHODS: tuple[str, ...] = ("pairwise", "one_vs_rest", "multiclass")
@@ -376,27 +380,59 @@ def fit_density_ratios(
     return out
 
 # %% ../nbs/04_density_ratio.ipynb #e9b2eb63
-def _fwcp_log(X, info, *, clf, col, proj, eps):
+FWCP_ALPHA_GRID: tuple[float, ...] = (1e-4, 1e-2, 1e-1, 1.0)   # MLPClassifier L2 `alpha`: the paper's setting and stronger
+
+def _fwcp_log(X, info, *, clf, col, proj, eps, T=1.0):
     Z = proj.transform(X) if proj is not None else X
     p = np.clip(clf.predict_proba(Z)[:, col], eps, 1 - eps)
-    return np.log(p) - np.log1p(-p)
+    z = np.log(p) - np.log1p(-p)
+    return z if T == 1.0 else np.clip(z / T, -_logit_bound(eps), _logit_bound(eps))
+
+def _fit_mlp(Z, y, *, alpha, seed, hidden, epochs, batch_size, lr) -> tuple[MLPClassifier, int]:
+    clf = MLPClassifier(hidden_layer_sizes=(hidden,), activation="relu", solver="adam", alpha=alpha,
+                        batch_size=min(batch_size, len(Z)), learning_rate_init=lr, max_iter=epochs, random_state=seed)
+    with warnings.catch_warnings(), threadpool_limits(1):      # one BLAS thread, as for the torch training
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(Z, y)
+    return clf, int(np.flatnonzero(clf.classes_ == 1)[0])
+
+def _fwcp_cross_fit(F_, grid, folds, seed, **mlp_kw) -> tuple[float, float, pd.DataFrame]:
+    "CV of `alpha` with the agents' own folds; every agent reports (loss sum, count) of its held-out points; temperature per candidate."
+    rng = np.random.default_rng([int(seed), 7])
+    fold = [rng.permutation(len(F)) % folds for F in F_]
+    lab = [np.full(len(F), float(k == 0)) for k, F in enumerate(F_)]
+    rows, held = [], []
+    for a in grid:
+        hs = [AgentHoldout("bce") for _ in F_]
+        for f in range(folds):
+            clf, col = _fit_mlp(np.concatenate([F[fo != f] for F, fo in zip(F_, fold)]),
+                                np.concatenate([y[fo != f] for y, fo in zip(lab, fold)]), alpha=a, seed=seed, **mlp_kw)
+            for h, F, y, fo in zip(hs, F_, lab, fold):
+                p = np.clip(clf.predict_proba(F[fo == f])[:, col], 1e-12, 1 - 1e-12)
+                h.add(np.log(p) - np.log1p(-p), y[fo == f])
+        T, val = federated_temperature(lambda T, hs=hs: [h.report(T) for h in hs])
+        rows.append(dict(alpha=a, temperature=T, val_loss=val)); held.append(hs)
+    best = select_by_validation([[h.report(r["temperature"]) for h in hs] for r, hs in zip(rows, held)])
+    return float(grid[best]), rows[best]["temperature"], pd.DataFrame(rows)
 
 def fit_fwcp_ratio(
     train_X: list[np.ndarray],    # K covariate arrays, agent 1 first
     *,
     seed: int = 0,
+    hparams: str = "calibrated",  # "calibrated": alpha by CV log-loss on the agents' own folds + temperature; "paper": fixed
     dataset: str | None = None,   # sets `hidden` / `pca` as for `fit_density_ratios`
     hidden: int | None = None,
     pca: float | PCAProjection | None | str = "auto",
     epochs: int = 600,            # MLPClassifier max_iter
     batch_size: int = 200,
     lr: float = 1e-3,
-    alpha: float = 1e-4,          # MLPClassifier L2 parameter
+    alpha: float | None = None,   # MLPClassifier L2 parameter (paper: 1e-4; calibrated: None searches `grid`)
+    grid: Sequence[float] = FWCP_ALPHA_GRID,
+    folds: int = 3,
     eps: float = DEFAULT_EPS,
 ) -> DensityRatio:
     "FWCP's weight ω̂'(x) ∝ dP^1 / mean_k dP^k from one scikit-learn MLPClassifier (agent 1 vs all others, pooled)."
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.neural_network import MLPClassifier
+    if hparams not in HPARAMS: raise ValueError(f"hparams={hparams!r}: use one of {HPARAMS}")
     _logit_bound(eps)
     Xs = _check_agents_X(train_X)
     if len(Xs) < 2: raise ValueError(f"train_X: need at least 2 agents, got {len(Xs)}")
@@ -405,16 +441,17 @@ def fit_fwcp_ratio(
     if pca == "auto": pca = preset["pca"]
     proj = pca if isinstance(pca, PCAProjection) else (fit_pca(Xs, float(pca)) if pca is not None else None)
     F_ = [proj.transform(X) if proj is not None else X for X in Xs]
-    Xp = np.concatenate(F_)
-    yp = np.concatenate([np.ones(len(F_[0]))] + [np.zeros(len(F)) for F in F_[1:]])
-    clf = MLPClassifier(hidden_layer_sizes=(hidden,), activation="relu", solver="adam", alpha=alpha,
-                        batch_size=min(batch_size, len(Xp)), learning_rate_init=lr, max_iter=epochs, random_state=seed)
-    from threadpoolctl import threadpool_limits
-    with warnings.catch_warnings(), threadpool_limits(1):      # one BLAS thread, as for the torch training
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        clf.fit(Xp, yp)
-    col = int(np.flatnonzero(clf.classes_ == 1)[0])
-    r = DensityRatio(partial(_fwcp_log, clf=clf, col=col, proj=proj, eps=eps), "FWCP single-classifier estimate",
+    mlp_kw = dict(hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr)
+    T, table = 1.0, None
+    if hparams == "paper":
+        alpha = 1e-4 if alpha is None else alpha
+    else:
+        if not 2 <= int(folds) <= min(len(F) for F in F_):
+            raise ValueError(f"folds={folds}: must be an integer between 2 and the smallest agent's training size")
+        alpha, T, table = _fwcp_cross_fit(F_, tuple(grid) if alpha is None else (float(alpha),), int(folds), seed, **mlp_kw)
+    clf, col = _fit_mlp(np.concatenate(F_), np.concatenate([np.ones(len(F_[0]))] + [np.zeros(len(F)) for F in F_[1:]]),
+                        alpha=alpha, seed=seed, **mlp_kw)
+    r = DensityRatio(partial(_fwcp_log, clf=clf, col=col, proj=proj, eps=eps, T=T), "FWCP single-classifier estimate",
                      Xs[0].shape[1])
-    r.classifier = clf
+    r.classifier, r.hparams = clf, dict(hparams=hparams, alpha=float(alpha), temperature=T, cv=table)
     return r
