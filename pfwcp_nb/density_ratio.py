@@ -167,40 +167,44 @@ def ratio_settings(dataset: str) -> dict:
 
 # %% ../nbs/04_density_ratio.ipynb #a1f00002
 def image_statistics(X: np.ndarray) -> np.ndarray:
-    "Brightness/colour statistics of flattened HWC RGB images: mean, sd, 10/50/90 % quantiles and saturated share of V = max(R, G, B), mean of R, G, B; (m, 9)."
+    "Brightness/colour statistics of flattened HWC RGB images: mean, sd, min, 1/10/50/90 % quantiles, saturated share of V = max(R, G, B), mean of R, G, B; (m, 11)."
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] % 3:
         raise ValueError(f"X: need flattened HWC RGB images, shape (m, 3 * pixels), got {X.shape}")
     P = X.reshape(len(X), -1, 3)
     V = P.max(-1)
-    q = np.quantile(V, [0.1, 0.5, 0.9], axis=1).T
-    return np.column_stack([V.mean(1), V.std(1), q, (V >= 254 / 255).mean(1), P.mean(1)])
+    q = np.quantile(V, [0.01, 0.1, 0.5, 0.9], axis=1).T
+    return np.column_stack([V.mean(1), V.std(1), V.min(1), q, (V >= 254 / 255).mean(1), P.mean(1)])
 
 @dataclass
 class RatioFeatures:
-    "Inputs of the ratio classifiers: x or its PCA components, then (optionally) the standardised `image_statistics`."
+    "Inputs of the ratio classifiers: x or its PCA components (unless `stats_only`), then (optionally) the standardised `image_statistics`."
     proj: PCAProjection | None = None
+    stats_only: bool = False               # the image statistics alone
     stats_mean: np.ndarray | None = None   # pooled mean and sd of the image statistics (per-agent sums only)
     stats_sd: np.ndarray | None = None
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        Z = self.proj.transform(X) if self.proj is not None else X
-        if self.stats_mean is None: return Z
-        return np.column_stack([Z, (image_statistics(X) - self.stats_mean) / self.stats_sd])
+        if self.stats_mean is None: return self.proj.transform(X) if self.proj is not None else X
+        S = (image_statistics(X) - self.stats_mean) / self.stats_sd
+        if self.stats_only: return S
+        return np.column_stack([self.proj.transform(X) if self.proj is not None else X, S])
 
 def fit_ratio_features(
     Xs: list[np.ndarray],                  # the agents' training covariates
     pca: float | PCAProjection | None,     # PCA variance ratio (fitted from per-agent moments), a fitted projection, or None
-    image_stats: bool = False,             # append standardised per-image brightness/colour statistics
+    image_stats: bool | str = False,       # append standardised per-image brightness/colour statistics; "only": use them alone
 ) -> RatioFeatures:
     "Fit the feature map of the ratio classifiers; agents send only sums (PCA moments, sums and sums of squares of the statistics)."
+    if image_stats not in (True, False, "only"): raise ValueError(f"image_stats={image_stats!r}: use True, False or 'only'")
+    if image_stats == "only": pca = None
     proj = pca if isinstance(pca, PCAProjection) else (fit_pca(Xs, float(pca)) if pca is not None else None)
     if not image_stats: return RatioFeatures(proj)
     S = [image_statistics(X) for X in Xs]
     n = sum(len(s) for s in S)
     mu = sum(s.sum(0) for s in S) / n
     sd = np.sqrt(np.maximum(sum((s ** 2).sum(0) for s in S) / n - mu ** 2, 0.0))
-    return RatioFeatures(proj, mu, np.where(sd > 0, sd, 1.0))
+    return RatioFeatures(proj, image_stats == "only", mu, np.where(sd > 0, sd, 1.0))
 
 # %% ../nbs/04_density_ratio.ipynb #f29a375d
 def _net_logits(net: torch.nn.Module, feat: RatioFeatures | PCAProjection | None, X: np.ndarray) -> np.ndarray:
@@ -324,7 +328,7 @@ def fit_density_ratios(
     dataset: str | None = None,   # dataset name: sets `hidden` and `pca` as in the paper (see `ratio_settings`)
     hidden: int | None = None,    # hidden units (default 10, or the dataset's)
     pca: float | PCAProjection | None | str = "auto",  # PCA variance ratio, a fitted projection, or None ("auto": the dataset's)
-    image_stats: bool | str = "auto",  # append `image_statistics` to the features ("auto": for image datasets when calibrated)
+    image_stats: bool | str = "auto",  # append `image_statistics` to the features; "only": use them alone ("auto": True for images when calibrated)
     epochs: int = 600,
     local_epochs: int = 1,
     batch_size: int = 200,
@@ -349,7 +353,7 @@ def fit_density_ratios(
     hidden = RATIO_ARCHS[arch]["hidden"] if hidden is None else int(hidden)
     if pca == "auto": pca = RATIO_ARCHS[arch]["pca"]
     if image_stats == "auto": image_stats = hparams == "calibrated" and arch in IMAGE_ARCHS
-    feat = fit_ratio_features(Xs, pca, bool(image_stats))
+    feat = fit_ratio_features(Xs, pca, image_stats)
     F_ = [feat.transform(X) for X in Xs]
     d_raw, d = Xs[0].shape[1], F_[0].shape[1]
     make = lambda: make_mlp(d, (hidden,), 1 if method != "multiclass" else K, "relu")
