@@ -337,7 +337,7 @@ def test_image_statistics_see_brightness():
     imgs = rng.integers(0, 200, size=(6, 8 * 8 * 3)).astype(np.uint8)
     base = image_statistics(imgs.astype(np.float32) / 255)
     bright = image_statistics(brightness(imgs, 0.3).reshape(6, -1))
-    assert base.shape == (6, 9)
+    assert base.shape == (6, 11)
     assert np.all(bright[:, 0] > base[:, 0] + 0.2)          # mean of V moves with the brightness shift
     with pytest.raises(ValueError, match="RGB"):
         image_statistics(np.zeros((3, 10)))
@@ -348,9 +348,13 @@ def test_calibrated_image_features_include_statistics():
     base = rng.uniform(size=(6, 192))
     imgs = [np.clip(rng.uniform(size=(30, 6)) @ base / 6 + 0.1 * k, 0, 1) for k in range(3)]
     w = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, progress=False)
+    b = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, image_stats=True, progress=False)
     p = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, hparams="paper", progress=False)
-    assert w[1].nets[0][0].in_features == p[1].nets[0][0].in_features + 9
+    assert w[1].nets[0][0].in_features == 11 and w[1].features.stats_only
+    assert b[1].nets[0][0].in_features == p[1].nets[0][0].in_features + 11
     assert w[1].features.stats_mean is not None and p[1].features.stats_mean is None
+    with pytest.raises(ValueError, match="image_stats="):
+        fit_density_ratios(imgs, image_stats="some", progress=False)
 
 
 def test_fwcp_calibrated_and_paper():
