@@ -328,7 +328,7 @@ def fit_density_ratios(
     dataset: str | None = None,   # dataset name: sets `hidden` and `pca` as in the paper (see `ratio_settings`)
     hidden: int | None = None,    # hidden units (default 10, or the dataset's)
     pca: float | PCAProjection | None | str = "auto",  # PCA variance ratio, a fitted projection, or None ("auto": the dataset's)
-    image_stats: bool | str = "auto",  # append `image_statistics` to the features; "only": use them alone ("auto": True for images when calibrated)
+    image_stats: bool | str = "auto",  # append `image_statistics` to the features; "only": use them alone ("auto": "only" for images when calibrated)
     epochs: int = 600,
     local_epochs: int = 1,
     batch_size: int = 200,
@@ -352,7 +352,7 @@ def fit_density_ratios(
     arch = _ratio_arch(dataset)
     hidden = RATIO_ARCHS[arch]["hidden"] if hidden is None else int(hidden)
     if pca == "auto": pca = RATIO_ARCHS[arch]["pca"]
-    if image_stats == "auto": image_stats = hparams == "calibrated" and arch in IMAGE_ARCHS
+    if image_stats == "auto": image_stats = "only" if hparams == "calibrated" and arch in IMAGE_ARCHS else False
     feat = fit_ratio_features(Xs, pca, image_stats)
     F_ = [feat.transform(X) for X in Xs]
     d_raw, d = Xs[0].shape[1], F_[0].shape[1]
