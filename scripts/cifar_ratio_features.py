@@ -30,7 +30,8 @@ def main(argv):
             S = image_statistics(X)
             print("Spearman with severity, 2000 images of agent 4:",
                   ", ".join(f"{n} {spearmanr(S[:, j], inf['severity'])[0]:.3f}" for j, n in enumerate(NAMES)), flush=True)
-        sev_tr = [fed.sample(k, 50, np.random.default_rng([seed, 0]), return_info=True)[2]["severity"] for k in range(fed.K)]
+        rt = np.random.default_rng([seed, 0])          # replays the training draw of `federation_data`
+        sev_tr = [fed.sample(k, 50, rt, return_info=True)[2]["severity"] for k in range(fed.K)]
         oracle = oracle_density_ratios(fed)
         st_tr, st_ca = [image_statistics(x) for x in tr], [image_statistics(x) for x in ca]
         mu, sd = np.concatenate(st_tr).mean(0), np.concatenate(st_tr).std(0)

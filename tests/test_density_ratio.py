@@ -262,6 +262,9 @@ def test_calibrated_ratios_against_the_oracle(small_calibrated):
     hp = fits["calibrated"][1].hparams
     assert hp["weight_decay"] in dr.WEIGHT_DECAY_GRID and 0.05 < hp["temperature"] < 20
     assert list(hp["cv"].weight_decay) == list(dr.WEIGHT_DECAY_GRID)
+    import pickle                                  # the experiment harness caches trained setups with pickle
+    back = pickle.loads(pickle.dumps(fits["calibrated"]))
+    np.testing.assert_array_equal(back[2](cal[2]), fits["calibrated"][2](cal[2]))
 
 
 def test_ratio_quality_of_the_oracle_itself(small_calibrated):
