@@ -1,5 +1,6 @@
 """FWCP's MC/CCC coverage on crime (severe, seed 0) with its classifier fitted with hparams "paper" and "calibrated",
-and with oracle weights: one trained setup (the paper's predictor), the FWCP weight functions swapped in, the same
+and with oracle weights (the paper's omega' = p_1 / mean_{k>=2} p_k, and the ratio for the pooled sample of all K
+agents, p_1 / mean_{k>=1} p_k = K omega' / (omega' + K - 1), "oracle_pooled"): one trained setup (the paper's predictor), the FWCP weight functions swapped in, the same
 calibration draws. The trained setup is pickled to the temp directory (reused when present).
 
 Usage: python scripts/fwcp_crime_coverage.py OUT.csv N_SIMS"""
@@ -40,9 +41,13 @@ def main(argv):
     setups = {"paper": setup, "calibrated": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime"))}
     rows = []
     for sim in range(n_sims):
-        for hp, st in [*setups.items(), ("oracle", setup)]:
-            kind = "oracle" if hp == "oracle" else "estimated"
-            draw = sample_draw(st, fed, sim, weights=(kind,), localize=False)[kind]
+        draws = {hp: sample_draw(st, fed, sim, weights=("estimated",), localize=False)["estimated"] for hp, st in setups.items()}
+        draws["oracle"] = d = sample_draw(setup, fed, sim, weights=("oracle",), localize=False)["oracle"]
+        pooled = lambda w: fed.K * w / (w + fed.K - 1)
+        draws["oracle_pooled"] = dataclasses.replace(d, fwcp_cal_weights=[pooled(w) for w in d.fwcp_cal_weights],
+                                                     fwcp_test_weights=pooled(d.fwcp_test_weights))
+        for hp, draw in draws.items():
+            st = setup
             w = np.concatenate(draw.fwcp_cal_weights)
             for g, delta in (("mc", None), ("ccc", 0.1)):
                 t = fwcp(draw, 0.1, delta)
