@@ -386,11 +386,12 @@ def fit_density_ratios(
 # %% ../nbs/04_density_ratio.ipynb #e9b2eb63
 FWCP_ALPHA_GRID: tuple[float, ...] = (1e-4, 1e-2, 1e-1, 1.0)   # MLPClassifier L2 `alpha`: the paper's setting and stronger
 
-def _fwcp_log(X, info, *, clf, col, proj, eps, T=1.0):
+def _fwcp_log(X, info, *, clf, col, proj, eps, T=1.0, pooled=False):
     Z = proj.transform(X) if proj is not None else X
     p = np.clip(clf.predict_proba(Z)[:, col], eps, 1 - eps)
     z = np.log(p) - np.log1p(-p)
-    return z if T == 1.0 else np.clip(z / T, -_logit_bound(eps), _logit_bound(eps))
+    z = z if T == 1.0 else np.clip(z / T, -_logit_bound(eps), _logit_bound(eps))
+    return -np.logaddexp(0.0, -z) if pooled else z      # pooled: log g (calibrated probability), else log g/(1-g)
 
 def _fit_mlp(Z, y, *, alpha, seed, hidden, epochs, batch_size, lr) -> tuple[MLPClassifier, int]:
     clf = MLPClassifier(hidden_layer_sizes=(hidden,), activation="relu", solver="adam", alpha=alpha,
@@ -433,10 +434,12 @@ def fit_fwcp_ratio(
     alpha: float | None = None,   # MLPClassifier L2 parameter (paper: 1e-4; calibrated: None searches `grid`)
     grid: Sequence[float] = FWCP_ALPHA_GRID,
     folds: int = 3,
+    target: str = "others",       # "others": the paper's ω' = dP^1/mean_{k>=2} dP^k; "all": dP^1/mean_{k>=1} dP^k (the pooled sample's)
     eps: float = DEFAULT_EPS,
 ) -> DensityRatio:
     "FWCP's weight ω̂'(x) ∝ dP^1 / mean_k dP^k from one scikit-learn MLPClassifier (agent 1 vs all others, pooled)."
     if hparams not in HPARAMS: raise ValueError(f"hparams={hparams!r}: use one of {HPARAMS}")
+    if target not in ("others", "all"): raise ValueError(f"target={target!r}: use 'others' (the paper's) or 'all'")
     _logit_bound(eps)
     Xs = _check_agents_X(train_X)
     if len(Xs) < 2: raise ValueError(f"train_X: need at least 2 agents, got {len(Xs)}")
@@ -455,7 +458,7 @@ def fit_fwcp_ratio(
         alpha, T, table = _fwcp_cross_fit(F_, tuple(grid) if alpha is None else (float(alpha),), int(folds), seed, **mlp_kw)
     clf, col = _fit_mlp(np.concatenate(F_), np.concatenate([np.ones(len(F_[0]))] + [np.zeros(len(F)) for F in F_[1:]]),
                         alpha=alpha, seed=seed, **mlp_kw)
-    r = DensityRatio(partial(_fwcp_log, clf=clf, col=col, proj=proj, eps=eps, T=T), "FWCP single-classifier estimate",
+    r = DensityRatio(partial(_fwcp_log, clf=clf, col=col, proj=proj, eps=eps, T=T, pooled=target == "all"), "FWCP single-classifier estimate",
                      Xs[0].shape[1])
-    r.classifier, r.hparams = clf, dict(hparams=hparams, alpha=float(alpha), temperature=T, cv=table)
+    r.classifier, r.hparams = clf, dict(hparams=hparams, alpha=float(alpha), temperature=T, cv=table, target=target)
     return r

@@ -1,6 +1,7 @@
 """FWCP's MC/CCC coverage on crime (severe, seed 0) with its classifier fitted with hparams "paper" and "calibrated",
 and with oracle weights (the paper's omega' = p_1 / mean_{k>=2} p_k, and the ratio for the pooled sample of all K
-agents, p_1 / mean_{k>=1} p_k = K omega' / (omega' + K - 1), "oracle_pooled"): one trained setup (the paper's predictor), the FWCP weight functions swapped in, the same
+agents, p_1 / mean_{k>=1} p_k = K omega' / (omega' + K - 1), "oracle_pooled"; estimated: `target="all"`,
+"calibrated_all"): one trained setup (the paper's predictor), the FWCP weight functions swapped in, the same
 calibration draws. The trained setup is pickled to the temp directory (reused when present).
 
 Usage: python scripts/fwcp_crime_coverage.py OUT.csv N_SIMS"""
@@ -38,7 +39,8 @@ def main(argv):
     print(f"setup ready in {time.perf_counter() - t0:.0f} s", flush=True)
     fed = make_federation("crime", "severe", seed=0)
     X, _, _ = _train_data(fed, 50, 0)
-    setups = {"paper": setup, "calibrated": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime"))}
+    setups = {"paper": setup, "calibrated": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime")),
+              "calibrated_all": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime", target="all"))}
     rows = []
     for sim in range(n_sims):
         draws = {hp: sample_draw(st, fed, sim, weights=("estimated",), localize=False)["estimated"] for hp, st in setups.items()}
