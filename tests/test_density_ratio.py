@@ -366,8 +366,21 @@ def test_fwcp_calibrated_and_paper():
     b = fit_fwcp_ratio(train, seed=0, epochs=100, grid=(1e-4, 1.0), folds=2)
     p = fit_fwcp_ratio(train, seed=0, epochs=100, hparams="paper")
     np.testing.assert_array_equal(a.log(cal[1]), b.log(cal[1]))
-    assert a.hparams["alpha"] in (1e-4, 1.0) and p.hparams == dict(hparams="paper", alpha=1e-4, temperature=1.0, cv=None)
+    assert a.hparams["alpha"] in (1e-4, 1.0) and p.hparams == dict(hparams="paper", alpha=1e-4, temperature=1.0, cv=None, target="others")
     with pytest.raises(ValueError, match="hparams="):
         fit_fwcp_ratio(train, hparams="tuned")
     with pytest.raises(ValueError, match="folds="):
         fit_fwcp_ratio(train, folds=100)
+    with pytest.raises(ValueError, match="target="):
+        fit_fwcp_ratio(train, target="rest")
+
+
+def test_fwcp_target_all_is_the_classifier_probability():
+    """target="all" (ratio for the pooled sample of all K agents) = K g / ... up to a constant: log w_all = log sigmoid
+    of the paper's log-odds, from the same classifier; it is bounded by 0 and increasing in the paper's weight."""
+    M, train, cal = gaussian_federation(9, K=4)
+    o = fit_fwcp_ratio(train, seed=1, epochs=80, hparams="paper")
+    a = fit_fwcp_ratio(train, seed=1, epochs=80, hparams="paper", target="all")
+    z = o.log(cal[2])
+    np.testing.assert_allclose(a.log(cal[2]), -np.logaddexp(0.0, -z), rtol=1e-12)
+    assert np.all(a.log(cal[2]) < 0) and a.hparams["target"] == "all"
