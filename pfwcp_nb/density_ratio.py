@@ -7,17 +7,28 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
+import pandas as pd
 import torch
+from scipy.optimize import minimize_scalar
+from scipy.stats import spearmanr
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neural_network import MLPClassifier
+from threadpoolctl import threadpool_limits
 
 from .federated import DATASET_ARCH, PCAProjection, _check_agents_X, fedavg_many, fit_pca, make_mlp
+from .quantiles import effective_sample_size
 
 # %% auto #0
-__all__ = ['RATIO_METHODS', 'DEFAULT_EPS', 'RATIO_ARCHS', 'DensityRatio', 'gaussian_oracle_ratio', 'tilting_oracle_ratio',
-           'cifar_oracle_ratio', 'oracle_density_ratios', 'ratio_settings', 'fit_density_ratios', 'fit_fwcp_ratio']
+__all__ = ['RATIO_METHODS', 'DEFAULT_EPS', 'RATIO_ARCHS', 'IMAGE_ARCHS', 'WEIGHT_DECAY_GRID', 'HPARAMS', 'FWCP_ALPHA_GRID',
+           'DensityRatio', 'gaussian_oracle_ratio', 'tilting_oracle_ratio', 'cifar_oracle_ratio',
+           'oracle_density_ratios', 'ratio_quality', 'ratio_settings', 'image_statistics', 'RatioFeatures',
+           'fit_ratio_features', 'AgentHoldout', 'select_by_validation', 'federated_temperature', 'fit_density_ratios',
+           'fit_fwcp_ratio']
 
 # %% ../nbs/04_density_ratio.ipynb #659598dc
 RATIO_METHODS: tuple[str, ...] = ("pairwise", "one_vs_rest", "multiclass")
@@ -116,120 +127,319 @@ def oracle_density_ratios(federation) -> list[DensityRatio]:
         return [_one()] + [cifar_oracle_ratio(E[0], E[k]) for k in range(1, len(E))]
     raise ValueError(f"federation.shift['kind']={kind!r}: oracle ratios exist for 'gaussian', 'tilting' and 'cifar'")
 
+# %% ../nbs/04_density_ratio.ipynb #a1f00009
+def ratio_quality(
+    estimated: Sequence[DensityRatio],  # K estimated weight functions (agent 1 first)
+    oracle: Sequence[DensityRatio],     # K true weight functions (`oracle_density_ratios`)
+    cal_X: Sequence[np.ndarray],        # every agent's calibration covariates
+    cal_info: Sequence[dict] | None = None,  # side information for the oracle (cifar: info['severity'])
+) -> pd.DataFrame:
+    "Per agent k >= 2: n_eff of the estimated and oracle weights on agent k's calibration sample, their ratio, Spearman, centred log-ratio RMSE."
+    rows = []
+    for k in range(1, len(cal_X)):
+        info = cal_info[k] if cal_info is not None else None
+        le, lo = estimated[k].log(cal_X[k]), oracle[k].log(cal_X[k], info)
+        ne, no = effective_sample_size(np.exp(le - le.max())), effective_sample_size(np.exp(lo - lo.max()))
+        rho = spearmanr(le, lo)[0] if np.ptp(le) > 0 and np.ptp(lo) > 0 else np.nan
+        rmse = float(np.sqrt(np.mean(((le - le.mean()) - (lo - lo.mean())) ** 2)))
+        rows.append(dict(agent=k + 1, n_eff_est=ne, n_eff_oracle=no, n_eff_ratio=ne / no, spearman=rho, log_rmse=rmse))
+    return pd.DataFrame(rows)
+
 # %% ../nbs/04_density_ratio.ipynb #3168d4be
 RATIO_ARCHS: dict[str, dict] = {
     "synthetic": dict(hidden=10, pca=None),
     "real": dict(hidden=30, pca=None),
     "cifar": dict(hidden=10, pca=0.90),
 }
+IMAGE_ARCHS: tuple[str, ...] = ("cifar",)    # inputs are RGB images: `image_statistics` can be added to the features
+
+def _ratio_arch(dataset: str | None) -> str:
+    if dataset is None: return "synthetic"
+    name = str(dataset).lower()
+    if name in RATIO_ARCHS: return name
+    if name not in DATASET_ARCH:
+        raise ValueError(f"dataset={dataset!r}: use one of {sorted(DATASET_ARCH)} or {sorted(RATIO_ARCHS)}")
+    return DATASET_ARCH[name]
 
 def ratio_settings(dataset: str) -> dict:
     "`hidden` and `pca` of the density-ratio classifiers for a dataset name of `pfwcp_nb.data` (or 'synthetic'/'real'/'cifar')."
-    name = str(dataset).lower()
-    if name in RATIO_ARCHS: return dict(RATIO_ARCHS[name])
-    if name not in DATASET_ARCH:
-        raise ValueError(f"dataset={dataset!r}: use one of {sorted(DATASET_ARCH)} or {sorted(RATIO_ARCHS)}")
-    return dict(RATIO_ARCHS[DATASET_ARCH[name]])
+    return dict(RATIO_ARCHS[_ratio_arch(str(dataset))])
+
+# %% ../nbs/04_density_ratio.ipynb #a1f00002
+def image_statistics(X: np.ndarray) -> np.ndarray:
+    "Brightness/colour statistics of flattened HWC RGB images: mean, sd, min, 1/10/50/90 % quantiles, saturated share of V = max(R, G, B), mean of R, G, B; (m, 11)."
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] % 3:
+        raise ValueError(f"X: need flattened HWC RGB images, shape (m, 3 * pixels), got {X.shape}")
+    P = X.reshape(len(X), -1, 3)
+    V = P.max(-1)
+    q = np.quantile(V, [0.01, 0.1, 0.5, 0.9], axis=1).T
+    return np.column_stack([V.mean(1), V.std(1), V.min(1), q, (V >= 254 / 255).mean(1), P.mean(1)])
+
+@dataclass
+class RatioFeatures:
+    "Inputs of the ratio classifiers: x or its PCA components (unless `stats_only`), then (optionally) the standardised `image_statistics`."
+    proj: PCAProjection | None = None
+    stats_only: bool = False               # the image statistics alone
+    stats_mean: np.ndarray | None = None   # pooled mean and sd of the image statistics (per-agent sums only)
+    stats_sd: np.ndarray | None = None
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        if self.stats_mean is None: return self.proj.transform(X) if self.proj is not None else X
+        S = (image_statistics(X) - self.stats_mean) / self.stats_sd
+        if self.stats_only: return S
+        return np.column_stack([self.proj.transform(X) if self.proj is not None else X, S])
+
+def fit_ratio_features(
+    Xs: list[np.ndarray],                  # the agents' training covariates
+    pca: float | PCAProjection | None,     # PCA variance ratio (fitted from per-agent moments), a fitted projection, or None
+    image_stats: bool | str = False,       # append standardised per-image brightness/colour statistics; "only": use them alone
+) -> RatioFeatures:
+    "Fit the feature map of the ratio classifiers; agents send only sums (PCA moments, sums and sums of squares of the statistics)."
+    if image_stats not in (True, False, "only"): raise ValueError(f"image_stats={image_stats!r}: use True, False or 'only'")
+    if image_stats == "only": pca = None
+    proj = pca if isinstance(pca, PCAProjection) else (fit_pca(Xs, float(pca)) if pca is not None else None)
+    if not image_stats: return RatioFeatures(proj)
+    S = [image_statistics(X) for X in Xs]
+    n = sum(len(s) for s in S)
+    mu = sum(s.sum(0) for s in S) / n
+    sd = np.sqrt(np.maximum(sum((s ** 2).sum(0) for s in S) / n - mu ** 2, 0.0))
+    return RatioFeatures(proj, image_stats == "only", mu, np.where(sd > 0, sd, 1.0))
 
 # %% ../nbs/04_density_ratio.ipynb #f29a375d
-def _net_logits(net: torch.nn.Module, proj: PCAProjection | None, X: np.ndarray) -> np.ndarray:
-    Z = proj.transform(X) if proj is not None else X
+def _net_logits(net: torch.nn.Module, feat: RatioFeatures | PCAProjection | None, X: np.ndarray) -> np.ndarray:
+    Z = feat.transform(X) if feat is not None else X
     with torch.no_grad():
         return net(torch.as_tensor(Z, dtype=torch.float32)).double().numpy()
 
-def _pairwise_log(X, info, *, net, proj, L):
-    return np.clip(_net_logits(net, proj, X)[:, 0], -L, L)
+def _scaled(z: np.ndarray, T: float) -> np.ndarray:
+    return z if T == 1.0 else z / T          # temperature scaling of the logits (T = 1: untouched)
 
-def _ovr_log(X, info, *, net1, netk, proj, L):
-    return np.clip(_net_logits(net1, proj, X)[:, 0], -L, L) - np.clip(_net_logits(netk, proj, X)[:, 0], -L, L)
+def _pairwise_log(X, info, *, net, proj, L, T=1.0):
+    return np.clip(_scaled(_net_logits(net, proj, X)[:, 0], T), -L, L)
 
-def _multiclass_log(X, info, *, net, k, proj, eps):
-    z = _net_logits(net, proj, X)
+def _ovr_log(X, info, *, net1, netk, proj, L, T=1.0):
+    return (np.clip(_scaled(_net_logits(net1, proj, X)[:, 0], T), -L, L)
+            - np.clip(_scaled(_net_logits(netk, proj, X)[:, 0], T), -L, L))
+
+def _multiclass_log(X, info, *, net, k, proj, eps, T=1.0):
+    z = _scaled(_net_logits(net, proj, X), T)
     ls = z - np.logaddexp.reduce(z, axis=1, keepdims=True)          # log-softmax
     ls = np.clip(ls, np.log(eps), np.log1p(-eps))                    # rho clipped to [eps, 1 - eps]
     return ls[:, 0] - ls[:, k]
 
+# %% ../nbs/04_density_ratio.ipynb #a1f00004
+def _ratio_tasks(F_: list[np.ndarray], method: str) -> tuple[list[list[tuple]], list[list[int]], int, str]:
+    "The classification tasks of `method` on the agents' features: federations of clients (X, y), each client's agent, output size, loss."
+    K = len(F_)
+    ones, zeros = (lambda n: np.ones(n, np.float32)), (lambda n: np.zeros(n, np.float32))
+    if method == "pairwise":
+        feds = [[(F_[0], ones(len(F_[0]))), (F_[k], zeros(len(F_[k])))] for k in range(1, K)]
+        return feds, [[0, k] for k in range(1, K)], 1, "bce"
+    if method == "one_vs_rest":
+        feds = [[(np.concatenate([F_[j], F_[j]]), np.concatenate([ones(len(F_[j])), zeros(len(F_[j]))]))
+                 if j == k else (F_[j], zeros(len(F_[j]))) for j in range(K)] for k in range(K)]
+        return feds, [list(range(K))] * K, 1, "bce"
+    return [[(F_[j], np.full(len(F_[j]), j, dtype=np.int64)) for j in range(K)]], [list(range(K))], K, "ce"
+
+# %% ../nbs/04_density_ratio.ipynb #a1f00005
+class AgentHoldout:
+    "Agent-side: the logits of the broadcast models on the agent's own held-out points and their labels; it only ever reports (loss sum, count)."
+    def __init__(self, loss: str):
+        self.loss, self._z, self._y = loss, [], []
+
+    def add(self, logits: np.ndarray, labels: np.ndarray):
+        self._z.append(np.asarray(logits, dtype=np.float64)); self._y.append(np.asarray(labels))
+
+    def report(self, temperature: float = 1.0) -> tuple[float, int]:
+        "(sum of the cross-entropy losses of the logits / temperature, number of held-out examples)."
+        if not self._z: return 0.0, 0
+        if self.loss == "bce":
+            z, y = np.concatenate([z.reshape(-1) for z in self._z]) / temperature, np.concatenate(self._y).astype(float)
+            return float(np.sum(np.logaddexp(0.0, z) - y * z)), int(len(z))
+        z, y = np.concatenate(self._z) / temperature, np.concatenate(self._y).astype(int)
+        return float(np.sum(np.logaddexp.reduce(z, axis=1) - z[np.arange(len(y)), y])), int(len(y))
+
+def _pooled(reports) -> float:
+    "Server: pooled mean loss from per-agent (loss sum, count) pairs, the only thing agents send."
+    reports = list(reports)
+    if not all(isinstance(r, tuple) and len(r) == 2 and isinstance(r[1], int) for r in reports):
+        raise ValueError("reports: each agent sends exactly one (loss_sum, count) pair")
+    n = sum(c for _, c in reports)
+    if n <= 0: raise ValueError("reports: no held-out examples in total")
+    return sum(float(l) for l, _ in reports) / n
+
+def select_by_validation(candidate_reports: Sequence[Sequence[tuple[float, int]]]) -> int:
+    "Server: index of the candidate with the smallest pooled validation loss; `candidate_reports[c]` = every agent's (loss sum, count)."
+    losses = [_pooled(r) for r in candidate_reports]
+    return int(np.argmin(losses))
+
+def federated_temperature(
+    reports: Callable[[float], Sequence[tuple[float, int]]],   # T -> every agent's (loss sum, count) at temperature T
+    bounds: tuple[float, float] = (0.05, 20.0),                 # search interval of T
+) -> tuple[float, float]:
+    "Server: the temperature T minimising the pooled held-out cross-entropy of logits / T, and that mean loss (1-D, bounded search on log T)."
+    res = minimize_scalar(lambda lt: _pooled(reports(float(np.exp(lt)))), bounds=tuple(np.log(bounds)),
+                          method="bounded", options=dict(xatol=1e-4))
+    return float(np.exp(res.x)), float(res.fun)
+
+# %% ../nbs/04_density_ratio.ipynb #a1f00007
+WEIGHT_DECAY_GRID: tuple[float, ...] = (1e-4, 1e-2, 3e-2, 1e-1)   # the paper's 1e-4 and stronger L2
+
+def _cross_fit(
+    F_: list[np.ndarray], method: str, make: Callable, grid: Sequence[float], folds: int, seed: int, **train_kw,
+) -> tuple[float, float, pd.DataFrame]:
+    """Federated `folds`-fold cross-validation of the weight decays in `grid`, with a federated temperature per
+    candidate; returns the chosen (weight decay, temperature) and the table of candidates."""
+    rng = np.random.default_rng([int(seed), 7])                              # fold of each training point, per agent
+    fold = [rng.permutation(len(F)) % folds for F in F_]
+    feds, where, loss = [], [], None
+    for c, wd in enumerate(grid):
+        for f in range(folds):
+            tasks, _, _, loss = _ratio_tasks([F[fo != f] for F, fo in zip(F_, fold)], method)
+            feds += tasks; where += [(c, f, t) for t in range(len(tasks))]
+    nets, _ = fedavg_many(make, feds, loss=loss, weight_decay=[grid[c] for c, _, _ in where], seed=seed, **train_kw)
+    net_of = dict(zip(where, nets))
+    held = [[AgentHoldout(loss) for _ in F_] for _ in grid]                 # agent k's held-out logits, per candidate
+    for f in range(folds):
+        tasks, agents, _, _ = _ratio_tasks([F[fo == f] for F, fo in zip(F_, fold)], method)
+        for t, (clients, ags) in enumerate(zip(tasks, agents)):
+            for (Xh, yh), a in zip(clients, ags):
+                for c in range(len(grid)):
+                    with torch.no_grad():
+                        z = net_of[c, f, t](torch.as_tensor(Xh, dtype=torch.float32)).double().numpy()
+                    held[c][a].add(z if loss == "ce" else z[:, 0], yh)
+    rows = []
+    for c, wd in enumerate(grid):
+        T, val = federated_temperature(lambda T, c=c: [h.report(T) for h in held[c]])
+        rows.append(dict(weight_decay=wd, temperature=T, val_loss=val, val_loss_T1=_pooled(h.report(1.0) for h in held[c])))
+    best = select_by_validation([[h.report(r["temperature"]) for h in held[c]] for c, r in enumerate(rows)])
+    return float(grid[best]), rows[best]["temperature"], pd.DataFrame(rows)
+
 # %% ../nbs/04_density_ratio.ipynb #2fe343fa
+HPARAMS: tuple[str, ...] = ("calibrated", "paper")
+
 def fit_density_ratios(
     train_X: list[np.ndarray],    # K covariate arrays (n_k, d), agent 1 (the test agent) first
     method: str = "pairwise",     # "pairwise" | "one_vs_rest" | "multiclass"
     *,
     seed: int = 0,
+    hparams: str = "calibrated",  # "calibrated": weight decay by federated CV log-loss + federated temperature; "paper": S3's fixed settings
     dataset: str | None = None,   # dataset name: sets `hidden` and `pca` as in the paper (see `ratio_settings`)
     hidden: int | None = None,    # hidden units (default 10, or the dataset's)
     pca: float | PCAProjection | None | str = "auto",  # PCA variance ratio, a fitted projection, or None ("auto": the dataset's)
+    image_stats: bool | str = "auto",  # append `image_statistics` to the features; "only": use them alone ("auto": "only" for images when calibrated)
     epochs: int = 600,
     local_epochs: int = 1,
     batch_size: int = 200,
     lr: float = 1e-3,
-    weight_decay: float = 1e-4,
+    weight_decay: float | None = None,  # paper: 1e-4 by default; calibrated: None searches `grid`, a number fixes it
+    grid: Sequence[float] = WEIGHT_DECAY_GRID,  # calibrated: candidate weight decays
+    folds: int = 3,               # calibrated: folds of the federated cross-validation (each agent splits its own points)
     eps: float = DEFAULT_EPS,     # class probabilities clipped to [eps, 1 - eps]
     server_optimizer: str = "adam",  # FedAdam (= full-batch Adam on the pooled data when batch_size >= n_k); "avg": FedAvg of local Adam
+    device: str = "cpu",          # torch device of the training ('cpu', 'cuda'); the networks come back on the CPU
     progress: bool = True,
     **fed_kw,                     # more `fedavg_many` options (client_fraction, client_lr, num_threads, ...)
 ) -> list[DensityRatio]:
     "Federated probabilistic-classification estimates ω̂^k ≈ dP^1/dP^k (up to a constant); returns K weight functions, the first ≡ 1."
     if method not in RATIO_METHODS: raise ValueError(f"method={method!r}: use one of {RATIO_METHODS}")
+    if hparams not in HPARAMS: raise ValueError(f"hparams={hparams!r}: use one of {HPARAMS}")
     L = _logit_bound(eps)
     Xs = _check_agents_X(train_X)
     K = len(Xs)
     if K < 2: raise ValueError(f"train_X: need at least 2 agents (the test agent and one other), got {K}")
-    preset = ratio_settings(dataset) if dataset is not None else dict(RATIO_ARCHS["synthetic"])
-    hidden = preset["hidden"] if hidden is None else int(hidden)
-    if pca == "auto": pca = preset["pca"]
-    proj = pca if isinstance(pca, PCAProjection) else (fit_pca(Xs, float(pca)) if pca is not None else None)
-    F_ = [proj.transform(X) if proj is not None else X for X in Xs]
+    arch = _ratio_arch(dataset)
+    hidden = RATIO_ARCHS[arch]["hidden"] if hidden is None else int(hidden)
+    if pca == "auto": pca = RATIO_ARCHS[arch]["pca"]
+    if image_stats == "auto": image_stats = "only" if hparams == "calibrated" and arch in IMAGE_ARCHS else False
+    feat = fit_ratio_features(Xs, pca, image_stats)
+    F_ = [feat.transform(X) for X in Xs]
     d_raw, d = Xs[0].shape[1], F_[0].shape[1]
-    ones, zeros = (lambda n: np.ones(n, np.float32)), (lambda n: np.zeros(n, np.float32))
-    if method == "pairwise":
-        feds = [[(F_[0], ones(len(F_[0]))), (F_[k], zeros(len(F_[k])))] for k in range(1, K)]
-        d_out, loss = 1, "bce"
-    elif method == "one_vs_rest":
-        feds = [[(np.concatenate([F_[j], F_[j]]), np.concatenate([ones(len(F_[j])), zeros(len(F_[j]))]))
-                 if j == k else (F_[j], zeros(len(F_[j]))) for j in range(K)] for k in range(K)]
-        d_out, loss = 1, "bce"
+    make = lambda: make_mlp(d, (hidden,), 1 if method != "multiclass" else K, "relu")
+    kw = dict(epochs=epochs, local_epochs=local_epochs, batch_size=batch_size, lr=lr, server_optimizer=server_optimizer,
+              progress=progress, device=device, desc=f"federated density ratios ({method})", **fed_kw)
+    t0, T, table = time.perf_counter(), 1.0, None
+    if hparams == "paper":
+        weight_decay = 1e-4 if weight_decay is None else weight_decay
     else:
-        feds = [[(F_[j], np.full(len(F_[j]), j, dtype=np.int64)) for j in range(K)]]
-        d_out, loss = K, "ce"
-    t0 = time.perf_counter()
-    nets, hist = fedavg_many(lambda: make_mlp(d, (hidden,), d_out, "relu"), feds, loss=loss, epochs=epochs,
-                             local_epochs=local_epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                             server_optimizer=server_optimizer, seed=seed, progress=progress,
-                             desc=f"federated density ratios ({method})", **fed_kw)
+        cand = tuple(grid) if weight_decay is None else (float(weight_decay),)
+        if len(cand) == 0 or any(not w >= 0 for w in cand): raise ValueError(f"grid={grid!r}: need weight decays >= 0")
+        if not 2 <= int(folds) <= min(len(F) for F in F_):
+            raise ValueError(f"folds={folds}: must be an integer between 2 and the smallest agent's training size")
+        weight_decay, T, table = _cross_fit(F_, method, make, cand, int(folds), seed, **kw)
+    feds, _, _, loss = _ratio_tasks(F_, method)
+    nets, hist = fedavg_many(make, feds, loss=loss, weight_decay=weight_decay, seed=seed, **kw)
     secs = time.perf_counter() - t0
     if method == "pairwise":
-        fns = [partial(_pairwise_log, net=nets[k - 1], proj=proj, L=L) for k in range(1, K)]
+        fns = [partial(_pairwise_log, net=nets[k - 1], proj=feat, L=L, T=T) for k in range(1, K)]
     elif method == "one_vs_rest":
-        fns = [partial(_ovr_log, net1=nets[0], netk=nets[k], proj=proj, L=L) for k in range(1, K)]
+        fns = [partial(_ovr_log, net1=nets[0], netk=nets[k], proj=feat, L=L, T=T) for k in range(1, K)]
     else:
-        fns = [partial(_multiclass_log, net=nets[0], k=k, proj=proj, eps=eps) for k in range(1, K)]
+        fns = [partial(_multiclass_log, net=nets[0], k=k, proj=feat, eps=eps, T=T) for k in range(1, K)]
     out = [_one(d_raw)] + [DensityRatio(f, f"{method} estimate, agent {k + 1}", d_raw) for k, f in enumerate(fns, 1)]
     for r in out:
-        r.history, r.seconds, r.nets = hist, secs, nets
+        r.history, r.seconds, r.nets, r.features = hist, secs, nets, feat
+        r.hparams = dict(hparams=hparams, weight_decay=float(weight_decay), temperature=T, cv=table)
     return out
 
 # %% ../nbs/04_density_ratio.ipynb #e9b2eb63
-def _fwcp_log(X, info, *, clf, col, proj, eps):
+FWCP_ALPHA_GRID: tuple[float, ...] = (1e-4, 1e-2, 1e-1, 1.0)   # MLPClassifier L2 `alpha`: the paper's setting and stronger
+
+def _fwcp_log(X, info, *, clf, col, proj, eps, T=1.0, pooled=False):
     Z = proj.transform(X) if proj is not None else X
     p = np.clip(clf.predict_proba(Z)[:, col], eps, 1 - eps)
-    return np.log(p) - np.log1p(-p)
+    z = np.log(p) - np.log1p(-p)
+    z = z if T == 1.0 else np.clip(z / T, -_logit_bound(eps), _logit_bound(eps))
+    return -np.logaddexp(0.0, -z) if pooled else z      # pooled: log g (calibrated probability), else log g/(1-g)
+
+def _fit_mlp(Z, y, *, alpha, seed, hidden, epochs, batch_size, lr) -> tuple[MLPClassifier, int]:
+    clf = MLPClassifier(hidden_layer_sizes=(hidden,), activation="relu", solver="adam", alpha=alpha,
+                        batch_size=min(batch_size, len(Z)), learning_rate_init=lr, max_iter=epochs, random_state=seed)
+    with warnings.catch_warnings(), threadpool_limits(1):      # one BLAS thread, as for the torch training
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(Z, y)
+    return clf, int(np.flatnonzero(clf.classes_ == 1)[0])
+
+def _fwcp_cross_fit(F_, grid, folds, seed, **mlp_kw) -> tuple[float, float, pd.DataFrame]:
+    "CV of `alpha` with the agents' own folds; every agent reports (loss sum, count) of its held-out points; temperature per candidate."
+    rng = np.random.default_rng([int(seed), 7])
+    fold = [rng.permutation(len(F)) % folds for F in F_]
+    lab = [np.full(len(F), float(k == 0)) for k, F in enumerate(F_)]
+    rows, held = [], []
+    for a in grid:
+        hs = [AgentHoldout("bce") for _ in F_]
+        for f in range(folds):
+            clf, col = _fit_mlp(np.concatenate([F[fo != f] for F, fo in zip(F_, fold)]),
+                                np.concatenate([y[fo != f] for y, fo in zip(lab, fold)]), alpha=a, seed=seed, **mlp_kw)
+            for h, F, y, fo in zip(hs, F_, lab, fold):
+                p = np.clip(clf.predict_proba(F[fo == f])[:, col], 1e-12, 1 - 1e-12)
+                h.add(np.log(p) - np.log1p(-p), y[fo == f])
+        T, val = federated_temperature(lambda T, hs=hs: [h.report(T) for h in hs])
+        rows.append(dict(alpha=a, temperature=T, val_loss=val)); held.append(hs)
+    best = select_by_validation([[h.report(r["temperature"]) for h in hs] for r, hs in zip(rows, held)])
+    return float(grid[best]), rows[best]["temperature"], pd.DataFrame(rows)
 
 def fit_fwcp_ratio(
     train_X: list[np.ndarray],    # K covariate arrays, agent 1 first
     *,
     seed: int = 0,
+    hparams: str = "calibrated",  # "calibrated": alpha by CV log-loss on the agents' own folds + temperature; "paper": fixed
     dataset: str | None = None,   # sets `hidden` / `pca` as for `fit_density_ratios`
     hidden: int | None = None,
     pca: float | PCAProjection | None | str = "auto",
     epochs: int = 600,            # MLPClassifier max_iter
     batch_size: int = 200,
     lr: float = 1e-3,
-    alpha: float = 1e-4,          # MLPClassifier L2 parameter
+    alpha: float | None = None,   # MLPClassifier L2 parameter (paper: 1e-4; calibrated: None searches `grid`)
+    grid: Sequence[float] = FWCP_ALPHA_GRID,
+    folds: int = 3,
+    target: str = "others",       # "others": the paper's ω' = dP^1/mean_{k>=2} dP^k; "all": dP^1/mean_{k>=1} dP^k (the pooled sample's)
     eps: float = DEFAULT_EPS,
 ) -> DensityRatio:
     "FWCP's weight ω̂'(x) ∝ dP^1 / mean_k dP^k from one scikit-learn MLPClassifier (agent 1 vs all others, pooled)."
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.neural_network import MLPClassifier
+    if hparams not in HPARAMS: raise ValueError(f"hparams={hparams!r}: use one of {HPARAMS}")
+    if target not in ("others", "all"): raise ValueError(f"target={target!r}: use 'others' (the paper's) or 'all'")
     _logit_bound(eps)
     Xs = _check_agents_X(train_X)
     if len(Xs) < 2: raise ValueError(f"train_X: need at least 2 agents, got {len(Xs)}")
@@ -238,16 +448,17 @@ def fit_fwcp_ratio(
     if pca == "auto": pca = preset["pca"]
     proj = pca if isinstance(pca, PCAProjection) else (fit_pca(Xs, float(pca)) if pca is not None else None)
     F_ = [proj.transform(X) if proj is not None else X for X in Xs]
-    Xp = np.concatenate(F_)
-    yp = np.concatenate([np.ones(len(F_[0]))] + [np.zeros(len(F)) for F in F_[1:]])
-    clf = MLPClassifier(hidden_layer_sizes=(hidden,), activation="relu", solver="adam", alpha=alpha,
-                        batch_size=min(batch_size, len(Xp)), learning_rate_init=lr, max_iter=epochs, random_state=seed)
-    from threadpoolctl import threadpool_limits
-    with warnings.catch_warnings(), threadpool_limits(1):      # one BLAS thread, as for the torch training
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        clf.fit(Xp, yp)
-    col = int(np.flatnonzero(clf.classes_ == 1)[0])
-    r = DensityRatio(partial(_fwcp_log, clf=clf, col=col, proj=proj, eps=eps), "FWCP single-classifier estimate",
+    mlp_kw = dict(hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr)
+    T, table = 1.0, None
+    if hparams == "paper":
+        alpha = 1e-4 if alpha is None else alpha
+    else:
+        if not 2 <= int(folds) <= min(len(F) for F in F_):
+            raise ValueError(f"folds={folds}: must be an integer between 2 and the smallest agent's training size")
+        alpha, T, table = _fwcp_cross_fit(F_, tuple(grid) if alpha is None else (float(alpha),), int(folds), seed, **mlp_kw)
+    clf, col = _fit_mlp(np.concatenate(F_), np.concatenate([np.ones(len(F_[0]))] + [np.zeros(len(F)) for F in F_[1:]]),
+                        alpha=alpha, seed=seed, **mlp_kw)
+    r = DensityRatio(partial(_fwcp_log, clf=clf, col=col, proj=proj, eps=eps, T=T, pooled=target == "all"), "FWCP single-classifier estimate",
                      Xs[0].shape[1])
-    r.classifier = clf
+    r.classifier, r.hparams = clf, dict(hparams=hparams, alpha=float(alpha), temperature=T, cv=table, target=target)
     return r

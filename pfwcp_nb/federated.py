@@ -20,9 +20,9 @@ from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['LOSSES', 'PAPER_EPOCHS', 'PREDICTOR_ARCHS', 'DATASET_ARCH', 'make_mlp', 'fedavg_many', 'fedavg', 'train_centralised',
-           'fedavg_loop', 'predictor_settings', 'PCAProjection', 'fit_pca', 'regression_score', 'classification_score',
-           'FederatedPredictor', 'train_predictor']
+__all__ = ['LOSSES', 'PAPER_EPOCHS', 'PREDICTOR_ARCHS', 'DATASET_ARCH', 'make_mlp', 'check_device', 'fedavg_many', 'fedavg',
+           'train_centralised', 'fedavg_loop', 'predictor_settings', 'PCAProjection', 'fit_pca', 'regression_score',
+           'classification_score', 'FederatedPredictor', 'train_predictor']
 
 # %% ../nbs/05_federated.ipynb #85cf970d
 def _mse(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -102,7 +102,7 @@ class _StackedAdam:
                  betas=(0.9, 0.999), eps: float = 1e-8):
         self.params, self.lr, self.wd, (self.b1, self.b2), self.eps = params, lr, weight_decay, betas, eps
         R = params[0].shape[0]
-        self.t = torch.zeros(R)
+        self.t = torch.zeros(R, device=params[0].device)
         self.m = [torch.zeros_like(p) for p in params]
         self.v = [torch.zeros_like(p) for p in params]
 
@@ -146,8 +146,8 @@ class _TorchAdam:
 
 # %% ../nbs/05_federated.ipynb #6b1b9746
 class _StackedSGD:
-    "SGD (with coupled L2) on tensors of shape (R, ...), inactive slices frozen."
-    def __init__(self, params: list[torch.Tensor], lr: float, weight_decay: float = 0.0):
+    "SGD (with coupled L2: a scalar, or a tensor (R,) of one weight decay per slice) on tensors of shape (R, ...), inactive slices frozen."
+    def __init__(self, params: list[torch.Tensor], lr: float, weight_decay: float | torch.Tensor = 0.0):
         self.params, self.lr, self.wd = params, lr, weight_decay
 
     def reset(self): pass
@@ -156,7 +156,8 @@ class _StackedSGD:
     def step(self, grads: list[torch.Tensor], active: torch.Tensor):
         a = active.to(torch.float32)
         for p, g in zip(self.params, grads):
-            if self.wd: g = g.add(p, alpha=self.wd)
+            if torch.is_tensor(self.wd): g = g + self.wd.view((-1,) + (1,) * (p.dim() - 1)) * p
+            elif self.wd: g = g.add(p, alpha=self.wd)
             p.sub_(self.lr * a.view((-1,) + (1,) * (p.dim() - 1)) * g)
 
 # %% ../nbs/05_federated.ipynb #59b97c53
@@ -239,6 +240,31 @@ def _epoch_order(gen, n: torch.Tensor, N: int) -> torch.Tensor:
     keys[torch.arange(N)[None, :] >= n[:, None]] = 2.0
     return torch.argsort(keys, dim=1)
 
+# %% ../nbs/05_federated.ipynb #c7e1d0a1
+def check_device(device) -> torch.device:
+    "The torch device of `device` ('cpu', 'cuda', 'cuda:N' or a torch.device); ValueError if it is not one or is not available."
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device={device!r}: not a torch device; use 'cpu' or 'cuda' (or 'cuda:N')") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device={device!r}: use 'cpu' or 'cuda' (or 'cuda:N')")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}: CUDA is not available on this machine; use device='cpu'")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return dev
+
+def _weight_decays(weight_decay, G: int):
+    "A float, or a float32 tensor (G,) of one weight decay per federation."
+    wd = np.asarray(weight_decay, dtype=np.float64)
+    if wd.ndim == 0:
+        if not wd >= 0: raise ValueError(f"weight_decay={weight_decay}: must be >= 0")
+        return float(weight_decay)
+    if wd.shape != (G,) or not np.all(wd >= 0):
+        raise ValueError(f"weight_decay: give a number >= 0 or one value >= 0 per federation ({G}), got shape {wd.shape}")
+    return torch.as_tensor(wd, dtype=torch.float32)
+
 # %% ../nbs/05_federated.ipynb #f0b95fed
 def fedavg_many(
     model: nn.Module | Callable[[], nn.Module],  # template module (common init) or factory (one init per federation)
@@ -250,7 +276,7 @@ def fedavg_many(
     local_epochs: int = 1,                       # E: passes over local data per round
     batch_size: int = 32,                        # B
     lr: float = 1e-3,                            # Adam learning rate
-    weight_decay: float = 0.0,                   # coupled L2 (as torch.optim.Adam)
+    weight_decay: float | Sequence[float] = 0.0, # coupled L2 (as torch.optim.Adam); or one value per federation
     client_fraction: float = 1.0,                # C: fraction of clients sampled per round
     reset_optimizer: bool = False,               # restart every client's Adam state at each round (stateless clients)
     server_optimizer: str = "avg",               # "avg": FedAvg of local Adam models; "adam": FedAdam (local SGD, server Adam with `lr`)
@@ -260,17 +286,19 @@ def fedavg_many(
     progress: bool = True,
     desc: str = "FedAvg",
     num_threads: int | None = 1,                 # torch threads during training (restored afterwards); None: leave as is
+    device: str | torch.device = "cpu",          # torch device of the training ('cpu', 'cuda', 'cuda:1'); models come back on the CPU
 ) -> tuple[list[nn.Module], pd.DataFrame]:
     "FedAvg on G independent federations at once; returns the G global models and a long history (round, epoch, federation, loss)."
     loss_fn, loss_name = _get_loss(loss)
     R_ = _rounds(rounds, epochs, local_epochs)
     if not (batch_size >= 1 and int(batch_size) == batch_size): raise ValueError(f"batch_size={batch_size}: must be an integer >= 1")
     if not lr > 0: raise ValueError(f"lr={lr}: must be > 0")
-    if not weight_decay >= 0: raise ValueError(f"weight_decay={weight_decay}: must be >= 0")
+    dev = check_device(device)
     if not 0 < client_fraction <= 1: raise ValueError(f"client_fraction={client_fraction}: must be in (0, 1]")
     if server_optimizer not in ("avg", "adam"): raise ValueError(f"server_optimizer={server_optimizer!r}: use 'avg' or 'adam'")
     if not client_lr > 0: raise ValueError(f"client_lr={client_lr}: must be > 0")
     S = _stack_clients(federations, loss_name)
+    wd = _weight_decays(weight_decay, S.G)
     gen = torch.Generator().manual_seed(int(seed))
     mods = _init_modules(model, S.G, gen)
     if any(True for _ in mods[0].buffers()):
@@ -284,8 +312,8 @@ def fedavg_many(
         # stacked parameters: replica r starts from its federation's initial module
         pstack, bstack = stack_module_state([mods[g] for g in S.grp.tolist()])
         names = list(pstack)
-        params = [pstack[k].detach().clone() for k in names]
-        buffers = {k: v.detach() for k, v in bstack.items()}
+        params = [pstack[k].detach().clone().to(dev) for k in names]
+        buffers = {k: v.detach().to(dev) for k, v in bstack.items()}
         base = copy.deepcopy(mods[0]).to("meta").train()
         base_eval = copy.deepcopy(base).eval()
 
@@ -301,58 +329,64 @@ def fedavg_many(
         steps = math.ceil(N / batch_size)
         lockstep = client_fraction >= 1 and bool((torch.ceil(n / batch_size) == steps).all())
         first = [int((grp == g).nonzero()[0]) for g in range(G)]
-        if server_optimizer == "avg":
-            opt = (_TorchAdam if lockstep else _StackedAdam)(params, lr=lr, weight_decay=weight_decay)
+        SX, Sy, Sw = S.X.to(dev), S.y.to(dev), S.w.to(dev)
+        grp_d, n_d = grp.to(dev), n.to(dev)
+        wd_r = None if wd is None or isinstance(wd, float) else wd.to(dev)[grp_d]    # per-replica weight decay
+        wd_s = wd if isinstance(wd, float) else 0.0
+        if server_optimizer == "avg":   # a per-replica weight decay is added to the gradients below
+            opt = (_TorchAdam if lockstep else _StackedAdam)(params, lr=lr, weight_decay=wd_s)
         else:   # FedAdam: clients take SGD steps, the server runs Adam on the averaged update
-            opt = _StackedSGD(params, lr=client_lr, weight_decay=weight_decay)
+            opt = _StackedSGD(params, lr=client_lr, weight_decay=wd_s if wd_r is None else wd_r)
             gparams = [p[first].clone() for p in params]
             server_opt = _TorchAdam(gparams, lr=lr)
-        nf = n.to(torch.float32)
-        ar = torch.arange(N)
+        nf = n_d.to(torch.float32)
+        ar = torch.arange(N, device=dev)
         every = max(1, R_ // 500) if record_every is None else (record_every if record_every > 0 else R_)
         recs = []
 
         def global_loss():
             with torch.no_grad():
-                out = fwd_eval(params, buffers, S.X)
-                l = lossv(out, S.y) * S.w * (ar[None, :] < n[:, None])
-                num = torch.zeros(G).index_add_(0, grp, l.sum(1))
-                den = torch.zeros(G).index_add_(0, grp, nf)
-                return (num / den).numpy()
+                out = fwd_eval(params, buffers, SX)
+                l = lossv(out, Sy) * Sw * (ar[None, :] < n_d[:, None])
+                num = torch.zeros(G, device=dev).index_add_(0, grp_d, l.sum(1))
+                den = torch.zeros(G, device=dev).index_add_(0, grp_d, nf)
+                return (num / den).cpu().numpy()
 
         bar = tqdm(range(1, R_ + 1), desc=desc, disable=not progress, leave=False)
         for rnd in bar:
-            part = _sample_clients(gen, grp, G, client_fraction)
+            part = _sample_clients(gen, grp, G, client_fraction).to(dev)    # random draws stay on the CPU generator
             if reset_optimizer: opt.reset()
             for _ in range(local_epochs):
-                order = _epoch_order(gen, n, N)
+                order = _epoch_order(gen, n, N).to(dev)
                 for s in range(steps):
                     idx = order[:, s * batch_size:(s + 1) * batch_size]
                     pos = ar[s * batch_size: s * batch_size + idx.shape[1]]
-                    valid = (pos[None, :] < n[:, None])
+                    valid = (pos[None, :] < n_d[:, None])
                     active = part & valid[:, 0]
                     if not active.any(): continue
                     ps = [p.requires_grad_(True) for p in params]
-                    Xb = torch.gather(S.X, 1, idx.view(idx.shape + (1,) * (S.X.dim() - 2)).expand((-1, -1) + S.X.shape[2:]))
-                    yb = torch.gather(S.y, 1, idx.view(idx.shape + (1,) * (S.y.dim() - 2)).expand((-1, -1) + S.y.shape[2:]))
-                    wb = torch.gather(S.w, 1, idx) * valid
+                    Xb = torch.gather(SX, 1, idx.view(idx.shape + (1,) * (SX.dim() - 2)).expand((-1, -1) + SX.shape[2:]))
+                    yb = torch.gather(Sy, 1, idx.view(idx.shape + (1,) * (Sy.dim() - 2)).expand((-1, -1) + Sy.shape[2:]))
+                    wb = torch.gather(Sw, 1, idx) * valid
                     out = fwd(ps, buffers, Xb)
                     lb = (lossv(out, yb) * wb).sum(1) / valid.sum(1).clamp(min=1)
-                    grads = torch.autograd.grad((lb * active).sum(), ps)
+                    grads = list(torch.autograd.grad((lb * active).sum(), ps))
                     for p in params: p.requires_grad_(False)
-                    opt.step(list(grads), active)
+                    if wd_r is not None and server_optimizer == "avg":
+                        grads = [g + wd_r.view((-1,) + (1,) * (p.dim() - 1)) * p for g, p in zip(grads, params)]
+                    opt.step(grads, active)
             # server: n_k-weighted average within each federation, broadcast back
             with torch.no_grad():
                 a = nf * part
-                den = torch.zeros(G).index_add_(0, grp, a)
+                den = torch.zeros(G, device=dev).index_add_(0, grp_d, a)
                 avgs = []
                 for p in params:
                     sh = (-1,) + (1,) * (p.dim() - 1)
-                    avgs.append(torch.zeros((G,) + p.shape[1:]).index_add_(0, grp, p * a.view(sh)) / den.view(sh))
+                    avgs.append(torch.zeros((G,) + p.shape[1:], device=dev).index_add_(0, grp_d, p * a.view(sh)) / den.view(sh))
                 if server_optimizer == "adam":     # pseudo-gradient theta_t - mean_k theta^k_{t+1}
-                    server_opt.step([gp - av for gp, av in zip(gparams, avgs)], torch.ones(G, dtype=torch.bool))
+                    server_opt.step([gp - av for gp, av in zip(gparams, avgs)], torch.ones(G, dtype=torch.bool, device=dev))
                     avgs = gparams
-                for p, av in zip(params, avgs): p.copy_(av[grp])
+                for p, av in zip(params, avgs): p.copy_(av[grp_d])
             if rnd % every == 0 or rnd == R_:
                 gl = global_loss()
                 recs += [(rnd, rnd * local_epochs, g, float(gl[g])) for g in range(G)]
@@ -587,6 +621,7 @@ def train_predictor(
     n_classes: int | None = None,
     seed: int = 0,
     progress: bool = True,
+    device: str = "cpu",                # torch device of the training ('cpu', 'cuda'); the model comes back on the CPU
     **fed_kw,                           # more `fedavg` options (client_fraction, reset_optimizer, num_threads, ...)
 ) -> FederatedPredictor:
     "Train the paper's predictor with FedAvg on the agents' training data."
@@ -636,7 +671,7 @@ def train_predictor(
     t0 = time.perf_counter()
     model, hist = fedavg(lambda: make_mlp(d_in, hidden, d_out, act), clients, loss=loss, epochs=epochs,
                          local_epochs=local_epochs, batch_size=batch_size, lr=lr, weight_decay=wd, seed=seed,
-                         progress=progress, desc=f"FedAvg predictor {hidden}", **fed_kw)
+                         progress=progress, desc=f"FedAvg predictor {hidden}", device=device, **fed_kw)
     return FederatedPredictor(task=task, model=model, pca=proj, y_mean=float(y_mean), y_std=float(y_std),
                               n_classes=d_out if task == "classification" else None, history=hist,
                               seconds=time.perf_counter() - t0)

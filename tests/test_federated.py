@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 import torch
 
+from pfwcp_nb.density_ratio import fit_density_ratios
 from pfwcp_nb.federated import (
-    PREDICTOR_ARCHS, FederatedPredictor, classification_score, fedavg, fedavg_loop, fedavg_many, fit_pca,
+    PREDICTOR_ARCHS, FederatedPredictor, check_device, classification_score, fedavg, fedavg_loop, fedavg_many, fit_pca,
     make_mlp, predictor_settings, regression_score, train_centralised, train_predictor,
 )
 
@@ -238,3 +239,55 @@ def test_any_buffer_free_module_dropout_seeded_batchnorm_refused():
     bn = lambda: torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 1))
     with pytest.raises(ValueError, match="buffers"):
         fedavg(bn, data, rounds=1, progress=False)
+
+
+# ---------------------------------------------------------------- devices and per-federation weight decay
+@pytest.mark.parametrize("device", ["gpu", "tpu", 3.5, "cuda:99"])
+def test_bad_device_is_a_value_error_naming_the_argument(device):
+    rng = np.random.default_rng(0)
+    X, y = [rng.normal(size=(10, 3)) for _ in range(2)], [rng.normal(size=10) for _ in range(2)]
+    with pytest.raises(ValueError, match="device="):
+        train_predictor("regression", X, y, arch=(4,), epochs=1, progress=False, device=device)
+    with pytest.raises(ValueError, match="device="):
+        fedavg(fac3, [(x, t) for x, t in zip(X, y)], epochs=1, progress=False, device=device)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA present: the refusal is for machines without it")
+def test_cuda_refused_without_cuda():
+    with pytest.raises(ValueError, match="device='cuda'.*not available"):
+        check_device("cuda")
+
+
+def test_per_federation_weight_decay_equals_separate_runs():
+    "Two federations with weight decays (0, 0.5) trained in one stack = each trained alone with its scalar (same init)."
+    rng = np.random.default_rng(1)
+    fed = [(rng.normal(size=(12, 3)), rng.integers(0, 2, 12).astype(float)) for _ in range(3)]
+    torch.manual_seed(0)
+    m0 = fac3()
+    for opt in ("adam", "avg"):
+        kw = dict(loss="bce", epochs=40, batch_size=64, lr=1e-2, server_optimizer=opt, seed=4, progress=False)
+        both, _ = fedavg_many(m0, [fed, fed], weight_decay=[0.0, 0.5], **kw)
+        a, _ = fedavg_many(m0, [fed], weight_decay=0.0, **kw)
+        b, _ = fedavg_many(m0, [fed], weight_decay=0.5, **kw)
+        assert max_diff(both[0], a[0]) < 1e-5 and max_diff(both[1], b[0]) < 1e-5
+        assert max_diff(both[0], both[1]) > 1e-3
+    with pytest.raises(ValueError, match="weight_decay"):
+        fedavg_many(m0, [fed, fed], weight_decay=[0.1, 0.2, 0.3], **kw)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_training_on_cuda_runs_and_matches_cpu():
+    """A tiny predictor and calibrated ratio classifiers trained on CUDA: the models come back on the CPU and their
+    outputs are close to the CPU-trained ones (same random numbers; only floating-point rounding differs)."""
+    rng = np.random.default_rng(2)
+    data = gaussian_agents(rng, K=4, d=5, n=40)
+    X, y = [x for x, _ in data], [t for _, t in data]
+    Xq = rng.normal(size=(50, 5))
+    p = {dev: train_predictor("regression", X, y, arch=(16,), epochs=100, seed=0, progress=False, device=dev)
+         for dev in ("cpu", "cuda")}
+    assert next(p["cuda"].model.parameters()).device.type == "cpu"
+    np.testing.assert_allclose(p["cuda"].predict(Xq), p["cpu"].predict(Xq), atol=1e-3 * np.std(p["cpu"].predict(Xq)))
+    r = {dev: fit_density_ratios(X, "pairwise", epochs=100, seed=0, progress=False, device=dev) for dev in ("cpu", "cuda")}
+    assert r["cuda"][1].hparams["weight_decay"] == r["cpu"][1].hparams["weight_decay"]
+    for k in range(1, 4):
+        np.testing.assert_allclose(r["cuda"][k].log(Xq), r["cpu"][k].log(Xq), atol=1e-3)
