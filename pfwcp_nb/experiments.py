@@ -444,6 +444,9 @@ class FrozenNoiseSampler:
                  batch: int = 256, # points per evaluation block (memory: batch x M x hidden floats)
                 ):
         import torch
+        if not isinstance(loc.sampler, baselines.EngressionSampler):
+            raise ValueError(f"FrozenNoiseSampler needs a localizer with a `baselines.EngressionSampler`, got "
+                             f"{type(loc.sampler).__name__}; use fresh samples (`sample_draw(..., loc_frozen=None)`).")
         eng = loc.sampler.model
         net = eng.model
         hidden = [net.input_layer, *net.inter_layer]
