@@ -990,7 +990,9 @@ def _ray_train(cfg: RunConfig, data_dir, need_localizer: bool, base: TrainedSetu
 def _ray_chunk(cfg: RunConfig, cells, start: int, stop: int, setup: TrainedSetup, data_dir) -> dict:
     "Ray task: `run_chunk` in a worker-local cache; returns {cell: bytes of its chunk file}."
     _worker_init()
-    root = _MEMO.setdefault(_RAY_ROOT, tempfile.mkdtemp(prefix="pfwcp-ray-"))
+    if _RAY_ROOT not in _MEMO:                      # one scratch folder per worker process
+        _MEMO[_RAY_ROOT] = tempfile.mkdtemp(prefix="pfwcp-ray-")
+    root = _MEMO[_RAY_ROOT]
     _MEMO[("setup", root, cfg.setup_key())] = setup
     cache = ResultCache(root)
     run_chunk(cfg, cells, start, stop, root, data_dir)
