@@ -441,7 +441,7 @@ class FrozenNoiseSampler:
     "Sorted score samples g(X, eps_j), j < M, of an engression localizer with its M noise vectors drawn once."
     def __init__(self, loc, # a `baselines.Localizer` whose sampler is a `baselines.EngressionSampler`
                  rng: np.random.Generator, # stream of the M noise vectors (drawn here, once)
-                 batch: int = 256, # points per evaluation block (memory: batch x M x hidden floats)
+                 batch: int = 64, # points per evaluation block (memory: batch x M x hidden floats)
                 ):
         import torch
         if not isinstance(loc.sampler, baselines.EngressionSampler):
@@ -482,14 +482,20 @@ class FrozenNoiseSampler:
             raise ValueError(f"`X` must be 2-D (n, d), got shape {X.shape}.")
         Xs = ((np.asarray(self.features(X), dtype=float) if self.features is not None else X) - self.x_mean) / self.x_std
         Xs = Xs.astype(np.float32)
-        out = np.empty((len(X), self.n_samples))
+        M = self.n_samples
+        out = np.empty((len(X), M))
         (A1, off1), rest = self.layers[0], self.layers[1:]
         for i in range(0, len(X), self.batch):
-            H = np.maximum((Xs[i:i + self.batch] @ A1)[:, None, :] + off1[None], 0.0)   # (b, M, h)
-            for A, off in rest:
-                H = np.maximum(H @ A + off, 0.0)
-            out[i:i + self.batch] = (H @ self.w_out)[..., 0] + self.b_out
-        return np.sort(out * self.y_std + self.y_mean, axis=1)
+            H = (Xs[i:i + self.batch] @ A1)[:, None, :] + off1                # (b, M, h)
+            np.maximum(H, 0.0, out=H)
+            for A, off in rest:                                               # one product over all (point, sample)
+                H = (H.reshape(-1, A.shape[0]) @ A).reshape(-1, M, A.shape[1])
+                H += off
+                np.maximum(H, 0.0, out=H)
+            out[i:i + self.batch] = (H.reshape(-1, H.shape[-1]) @ self.w_out).reshape(-1, M)
+        out = (out + self.b_out) * self.y_std + self.y_mean
+        out.sort(axis=1)
+        return out
 
 def frozen_localizer(setup: TrainedSetup, # the trained models (with an engression localizer)
                     ) -> FrozenNoiseSampler | None: # None when the setup has no localizer
