@@ -983,7 +983,7 @@ def run_experiment(dataset: str, # one of `pfwcp_nb.data.DATASETS`
     return df.reset_index(drop=True)
 
 # %% ../nbs/08_experiments.ipynb #8a6f75a1
-_RAY_ROOT = "ray-worker"   # memo namespace of the trained models inside a Ray worker process
+_RAY_ROOT = "ray-worker"   # memo namespace of the localizer's pool samples inside a Ray worker process
 
 def _ray_train(cfg: RunConfig, data_dir, need_localizer: bool, base: TrainedSetup | None) -> TrainedSetup:
     "Ray task: train (what `base` lacks of) the models of `cfg` in the worker; returned to the driver."
@@ -994,20 +994,20 @@ def _ray_train(cfg: RunConfig, data_dir, need_localizer: bool, base: TrainedSetu
         return ensure_setup(cfg, ResultCache(d), data_dir=data_dir, need_localizer=need_localizer, progress=False)
 
 def _ray_chunk(cfg: RunConfig, cells, start: int, stop: int, setup: TrainedSetup, data_dir) -> dict:
-    "Ray task: `run_chunk` in a worker-local cache; returns {cell: bytes of its chunk file}."
+    "Ray task: `run_chunk` in a scratch cache; returns {cell: bytes of its chunk file}."
     _worker_init()
-    if _RAY_ROOT not in _MEMO:                      # one scratch folder per worker process
-        _MEMO[_RAY_ROOT] = tempfile.mkdtemp(prefix="pfwcp-ray-")
-    root = _MEMO[_RAY_ROOT]
-    _MEMO[("setup", root, cfg.setup_key())] = setup
-    cache = ResultCache(root)
-    run_chunk(cfg, cells, start, stop, root, data_dir)
-    out = {}
-    for c in cells:
-        p = cache.chunk_path(cfg, *c, start, stop)
-        out[c] = p.read_bytes()
-        p.unlink()
-    return out
+    key, pool = cfg.setup_key(), ("locpool", _RAY_ROOT, cfg.setup_key())
+    with tempfile.TemporaryDirectory(prefix="pfwcp-ray-") as root:
+        _MEMO[("setup", root, key)] = setup
+        if pool in _MEMO:                           # pool samples drawn by an earlier task of this worker
+            _MEMO[("locpool", root, key)] = _MEMO[pool]
+        try:
+            run_chunk(cfg, cells, start, stop, root, data_dir)
+            return {c: ResultCache(root).chunk_path(cfg, *c, start, stop).read_bytes() for c in cells}
+        finally:
+            _MEMO.pop(("setup", root, key))
+            if ("locpool", root, key) in _MEMO:
+                _MEMO[pool] = _MEMO.pop(("locpool", root, key))
 
 def _execute_ray(work, cache: ResultCache, data_dir, address: str | None, jobs: int, progress: bool):
     "`_execute` with Ray tasks; the driver writes the models and chunk files into `cache`."
@@ -1017,6 +1017,7 @@ def _execute_ray(work, cache: ResultCache, data_dir, address: str | None, jobs: 
         return
     started = not ray.is_initialized()
     if started:
+        os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")   # tasks see the GPUs (--device cuda)
         env = {"env_vars": {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
         ray.init(address=address, include_dashboard=False, log_to_driver=False, runtime_env=env,
                  **({"num_cpus": jobs} if address is None else {}))
