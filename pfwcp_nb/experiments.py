@@ -725,7 +725,8 @@ def _merge_cell(cfg: RunConfig, cache: ResultCache, cell, chunks) -> Path:
     method, g, w = cell
     meta = dict(dataset=cfg.dataset, heterogeneity=cfg.heterogeneity, weights=w, method=method,
                 label=method_label(method, w), guarantee=g, n_sims=cfg.n_sims, n_test=cfg.n_test, alpha=cfg.alpha,
-                delta=cfg.delta, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train, n_cal=cfg.n_cal, n_cal_test=cfg.n_cal_test, engine=cfg.engine,
+                delta=cfg.delta, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train, n_cal=cfg.n_cal,
+                n_cal_test=cfg.n_cal_test, engine=cfg.engine,
                 train_kw=json.loads(cfg.train_kw),
                 seconds=float(sum(p["meta"]["seconds"] for p in parts)),
                 draw_seconds=float(sum(p["meta"]["draw_seconds"] for p in parts)),

@@ -2,6 +2,7 @@
 the grid's chunks run as Ray tasks and give exactly the process backend's numbers; the driver's cache is
 resume-safe (a deleted cell is recomputed, nothing else); without Ray the backend names the extra to install."""
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,7 @@ METHODS = ["CP", "PFWCP", "FGLCP"]        # unweighted, weighted, localized (fro
 
 @pytest.fixture(scope="module")
 def local_ray():
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")      # as the backend does (no FutureWarning)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
