@@ -30,15 +30,21 @@ from tqdm.auto import tqdm
 from . import baselines
 from .data import DATASETS, data_path
 
+try:                          # optional: only `--backend ray` needs it (the flower extra installs it)
+    import ray
+except ImportError:
+    ray = None
+
 # %% auto #0
 __all__ = ['MARKERS', 'PAPER_DATASET_ORDER', 'METHOD_ORDER', 'PAPER_TABLES', 'DEFAULT_TRAIN_KW', 'ORACLE_METHODS',
-           'LOCALIZED_METHODS', 'GUARANTEES', 'WEIGHT_KINDS', 'STAR_ZETA', 'TRAIN_KW_KEYS', 'DEMO_TRAIN_KW',
-           'evaluate_thresholds', 'coverage_metrics', 'marker', 'TrainedSetup', 'train_setup', 'draw_seed',
-           'sample_draw', 'pool_localizer_samples', 'RunConfig', 'method_label', 'load_cell', 'ResultCache',
-           'ensure_setup', 'run_chunk', 'default_methods', 'run_grid', 'collect_results', 'run_experiment',
-           'paper_table', 'se_table', 'compare_with_paper', 'comparison_markdown', 'plot_boxplots',
-           'plot_coverage_efficiency', 'figure1_star', 'plot_figure1', 'write_outputs', 'cli_positive_int',
-           'cli_nonneg_int', 'cli_level', 'cli_train_kw', 'cli_exclude_cell', 'main', 'cli_run']
+           'LOCALIZED_METHODS', 'GUARANTEES', 'WEIGHT_KINDS', 'FROZEN_NOISE_DATASETS', 'STAR_ZETA', 'TRAIN_KW_KEYS',
+           'DEMO_TRAIN_KW', 'evaluate_thresholds', 'coverage_metrics', 'marker', 'TrainedSetup', 'train_setup',
+           'draw_seed', 'sample_draw', 'pool_localizer_samples', 'FrozenNoiseSampler', 'frozen_localizer', 'RunConfig',
+           'method_label', 'load_cell', 'ResultCache', 'ensure_setup', 'run_chunk', 'default_methods', 'run_grid',
+           'collect_results', 'run_experiment', 'paper_table', 'se_table', 'compare_with_paper', 'comparison_markdown',
+           'plot_boxplots', 'plot_coverage_efficiency', 'figure1_star', 'plot_figure1', 'write_outputs',
+           'cli_positive_int', 'cli_nonneg_int', 'cli_level', 'cli_train_kw', 'cli_ray_address', 'cli_exclude_cell',
+           'main', 'cli_run']
 
 # %% ../nbs/08_experiments.ipynb #a57bd4e5
 def evaluate_thresholds(task: str, # "regression" or "classification"
@@ -239,6 +245,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                 train_kw: dict | None = None, # per-model overrides {"predictor": {...}, "ratios": {...}, "fwcp": {...}, "localizer": {...}}
                 need_localizer: bool = True, # train the engression localizer (only FGLCP / osPFWGLCP use it)
                 base: TrainedSetup | None = None, # a setup of the same config whose trained parts are reused
+                device: str = "cpu", # "cpu" or "cuda": where the predictor and the density ratios are trained
                 progress: bool = True,
                ) -> TrainedSetup:
     """Train, once, the predictor, the K-1 pairwise density ratios, FWCP's classifier (training split, `n_train` per
@@ -248,6 +255,9 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
     from pfwcp_nb.density_ratio import fit_density_ratios
     baselines = _baselines()
     kw = {**DEFAULT_TRAIN_KW, **(train_kw or {})}
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"`device` must be 'cpu' or 'cuda', got {device!r}.")
+    dev_kw: dict = {}   # MERGE(device): `dict(device=device)` once train_predictor/fit_density_ratios accept `device=`
     fed = make_federation(dataset, heterogeneity, K=K, seed=seed, data_dir=data_dir)
     X, y, _ = _train_data(fed, n_train, seed)
     secs = dict(base.seconds) if base is not None else {}
@@ -255,11 +265,12 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         predictor, ratios = base.predictor, base.ratios
     else:
         t0 = time.perf_counter()
-        predictor = train_predictor(fed.name, X, y, seed=seed, progress=progress, **kw.get("predictor", {}))
+        predictor = train_predictor(fed.name, X, y, seed=seed, progress=progress, **dev_kw,
+                                    **kw.get("predictor", {}))
         secs["predictor"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         ratios = fit_density_ratios(X, method="pairwise", seed=seed, dataset=fed.name, progress=progress,
-                                    **kw.get("ratios", {}))
+                                    **dev_kw, **kw.get("ratios", {}))
         secs["ratios"] = time.perf_counter() - t0
     fwcp = base.fwcp if base is not None else None
     localizer = base.localizer if base is not None else None
@@ -311,34 +322,41 @@ def sample_draw(setup: TrainedSetup, # the trained models
                 sim: int, # index of the calibration draw (its random stream)
                 *,
                 n_cal: int = 100, # calibration points per agent
+                n_cal_test: int | None = None, # calibration points of the test agent 0 (None: `n_cal`)
                 n_test: int = 500, # test points of agent 0
                 weights: Sequence[str] = ("estimated",), # which draw objects to build: "estimated" and/or "oracle"
                 oracle=None, # oracle ratio functions (default `density_ratio.oracle_density_ratios(fed)`)
                 localize: bool = True, # build the localized fields (only FGLCP / osPFWGLCP need them; costly)
-                loc_pool=None, # `pool_localizer_samples(setup, fed)`: localizer samples per pool point; None: draw them
+                loc_pool=None, # `pool_localizer_samples(setup, fed)`: localizer samples per pool point
+                loc_frozen=None, # `frozen_localizer(setup)`: samples with frozen noise; both None: fresh samples
                ) -> dict:
     "The CalibrationDraw objects (one per weight kind) of calibration draw `sim`."
     from pfwcp_nb.baselines import CalibrationDraw
     rng = _rng(setup.seed, 1, sim)
     K = fed.K
-    cal = [fed.sample(k, n_cal, rng, return_info=True) for k in range(K)]
+    sizes = [n_cal if n_cal_test is None else n_cal_test] + [n_cal] * (K - 1)
+    cuts = np.cumsum(sizes)[:-1]
+    cal = [fed.sample(k, sizes[k], rng, return_info=True) for k in range(K)]
     test_X, test_y, test_info = fed.sample(0, n_test, rng, return_info=True)
     cal_X, cal_y, cal_info = [c[0] for c in cal], [c[1] for c in cal], [c[2] for c in cal]
     allX = np.concatenate(cal_X + [test_X])
     if setup.task == "regression":
         s_all = _scores(setup, allX, np.concatenate(cal_y + [test_y]))
-        cal_scores = np.split(s_all[:K * n_cal], K)
-        test_scores, test_labels = s_all[K * n_cal:], None
+        cal_scores = np.split(s_all[:sum(sizes)], cuts)
+        test_scores, test_labels = s_all[sum(sizes):], None
     else:
         S_all = _scores(setup, allX, None)
-        cal_S = S_all[:K * n_cal]
+        cal_S = S_all[:sum(sizes)]
         yc = np.concatenate(cal_y).astype(int)
-        cal_scores = np.split(cal_S[np.arange(len(yc)), yc], K)
-        test_scores, test_labels = S_all[K * n_cal:], np.asarray(test_y, dtype=int)
+        cal_scores = np.split(cal_S[np.arange(len(yc)), yc], cuts)
+        test_scores, test_labels = S_all[sum(sizes):], np.asarray(test_y, dtype=int)
     loc_samples = None                       # the localizer's sorted samples, shared by every weight kind
     if localize and setup.localizer is not None:
         if loc_pool is not None:
             loc_samples = ([_pool_gather(loc_pool, ci) for ci in cal_info], _pool_gather(loc_pool, test_info))
+        elif loc_frozen is not None:                 # one pass over all the draw's points, then split per agent
+            Z = np.split(loc_frozen.sorted_samples(allX), np.cumsum(sizes))
+            loc_samples = (Z[:K], Z[K])
         else:
             lrng = np.random.default_rng(draw_seed(setup.seed, sim))
             loc_samples = ([setup.localizer.sorted_samples(Xk, lrng) for Xk in cal_X],
@@ -353,7 +371,7 @@ def sample_draw(setup: TrainedSetup, # the trained models
             ev = lambda k, Xs, info: _call_oracle(fns[k], Xs, info)
         else:
             raise ValueError(f"`weights` entries must be 'estimated' or 'oracle', got {kind!r}.")
-        cal_w, test_w = [np.ones(n_cal)], np.ones((n_test, K))
+        cal_w, test_w = [np.ones(sizes[0])], np.ones((n_test, K))
         for k in range(1, K):
             if kind == "estimated":                  # one pass of ratio model k over its calibration and the test points
                 w = ev(k, np.concatenate([cal_X[k], test_X]), None)
@@ -418,11 +436,79 @@ def _pool_gather(Zp: np.ndarray, info: dict) -> np.ndarray:
     "Rows of `pool_localizer_samples` for the points of one `Federation.sample(..., return_info=True)` call."
     return Zp[info["index"]] if Zp.ndim == 2 else Zp[info["severity"], info["index"]]
 
+# %% ../nbs/08_experiments.ipynb #559a558a
+class FrozenNoiseSampler:
+    "Sorted score samples g(X, eps_j), j < M, of an engression localizer with its M noise vectors drawn once."
+    def __init__(self, loc, # a `baselines.Localizer` whose sampler is a `baselines.EngressionSampler`
+                 rng: np.random.Generator, # stream of the M noise vectors (drawn here, once)
+                 batch: int = 64, # points per evaluation block (memory: batch x M x hidden floats)
+                ):
+        import torch
+        if not isinstance(loc.sampler, baselines.EngressionSampler):
+            raise ValueError(f"FrozenNoiseSampler needs a localizer with a `baselines.EngressionSampler`, got "
+                             f"{type(loc.sampler).__name__}; use fresh samples (`sample_draw(..., loc_frozen=None)`).")
+        eng = loc.sampler.model
+        net = eng.model
+        hidden = [net.input_layer, *net.inter_layer]
+        if net.resblock or eng.is_gem or not isinstance(net.out_layer, torch.nn.Linear) or \
+                not all(isinstance(L.out_act, torch.nn.ReLU) for L in hidden):
+            raise ValueError("FrozenNoiseSampler needs an engression StoNet without residual blocks, with ReLU hidden "
+                             "layers and a linear output (as `baselines.fit_localizer` trains); use fresh samples "
+                             "(`sample_draw(..., loc_frozen=None)`) for other models.")
+        M = loc.n_samples
+        f64 = lambda t: t.detach().to("cpu", torch.float64).numpy()
+        self.layers = []                                  # (A (h_in, h), off (M, h)): layer = relu(h_in @ A + off)
+        for L in hidden:
+            W, b = f64(L.layer[0].weight), f64(L.layer[0].bias)
+            nx = W.shape[1] - L.noise_dim
+            off = (rng.standard_normal((M, L.noise_dim)) * L.noise_std) @ W[:, nx:].T + b
+            A = W[:, :nx].T
+            if len(L.layer) > 1:                          # batch norm in eval mode: a per-unit affine map
+                bn = L.layer[1]
+                s = f64(bn.weight) / np.sqrt(f64(bn.running_var) + bn.eps)
+                A, off = A * s, (off - f64(bn.running_mean)) * s + f64(bn.bias)
+            self.layers.append((A.astype(np.float32), off.astype(np.float32)))
+        self.w_out = f64(net.out_layer.weight).T.astype(np.float32)            # (h, 1)
+        self.b_out = float(f64(net.out_layer.bias)[0]) if net.out_layer.bias is not None else 0.0
+        std = eng.standardize
+        self.x_mean, self.x_std = (f64(eng.x_mean), f64(eng.x_std)) if std else (0.0, 1.0)
+        self.y_mean, self.y_std = (float(f64(eng.y_mean)[0]), float(f64(eng.y_std)[0])) if std else (0.0, 1.0)
+        self.features, self.n_samples, self.batch = loc.sampler.features, M, int(batch)
+
+    def sorted_samples(self, X, rng=None) -> np.ndarray:
+        "(n, M) sorted score samples at the rows of X (`rng` is unused: the noise is fixed)."
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2:
+            raise ValueError(f"`X` must be 2-D (n, d), got shape {X.shape}.")
+        Xs = ((np.asarray(self.features(X), dtype=float) if self.features is not None else X) - self.x_mean) / self.x_std
+        Xs = Xs.astype(np.float32)
+        M = self.n_samples
+        out = np.empty((len(X), M))
+        (A1, off1), rest = self.layers[0], self.layers[1:]
+        for i in range(0, len(X), self.batch):
+            H = (Xs[i:i + self.batch] @ A1)[:, None, :] + off1                # (b, M, h)
+            np.maximum(H, 0.0, out=H)
+            for A, off in rest:                                               # one product over all (point, sample)
+                H = (H.reshape(-1, A.shape[0]) @ A).reshape(-1, M, A.shape[1])
+                H += off
+                np.maximum(H, 0.0, out=H)
+            out[i:i + self.batch] = (H.reshape(-1, H.shape[-1]) @ self.w_out).reshape(-1, M)
+        out = (out + self.b_out) * self.y_std + self.y_mean
+        out.sort(axis=1)
+        return out
+
+def frozen_localizer(setup: TrainedSetup, # the trained models (with an engression localizer)
+                    ) -> FrozenNoiseSampler | None: # None when the setup has no localizer
+    "The setup's localizer with its noise frozen (stream (seed, 4)): the localized samples of the synthetic datasets."
+    return None if setup.localizer is None else FrozenNoiseSampler(setup.localizer, _rng(setup.seed, 4))
+
+
 # %% ../nbs/08_experiments.ipynb #49f653b6
 ORACLE_METHODS = ("FWCP", "FWCP-QQ", "PFWCP", "osPFWCP", "osPFWGLCP")   # methods whose output depends on the weights
 LOCALIZED_METHODS = ("FGLCP", "osPFWGLCP")
 GUARANTEES = ("mc", "ccc")
 WEIGHT_KINDS = ("estimated", "oracle")
+FROZEN_NOISE_DATASETS = ("gaussian", "poisson")   # fresh points per draw: localized samples by `FrozenNoiseSampler`
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -439,13 +525,18 @@ class RunConfig:
     n_cal: int = 100
     engine: str = "exact"
     train_kw: str = "{}"           # JSON of the training overrides (hashable)
+    n_cal_test: int | None = None  # calibration points of the test agent (None: n_cal)
+    device: str = "cpu"            # where the predictor and the ratios are trained (not part of any cache key)
 
     def setup_key(self) -> str:
         h = _stable_hash([self.K, self.n_train, self.n_cal // 2, json.loads(self.train_kw)])
         return f"{self.dataset}__{self.heterogeneity}__seed{self.seed}__{h}"
 
     def cell_key(self, method: str, guarantee: str, weights: str) -> str:
-        h = _stable_hash([self.K, self.n_train, self.n_cal, self.engine, json.loads(self.train_kw)])
+        h = _stable_hash([self.K, self.n_train, self.n_cal, self.engine, json.loads(self.train_kw)]
+                         + ([] if self.n_cal_test is None else [{"n_cal_test": self.n_cal_test}])
+                         + (["frozen-noise"] if method in LOCALIZED_METHODS and self.dataset in FROZEN_NOISE_DATASETS
+                            else []))
         lv = f"a{self.alpha:g}" + ("" if guarantee == "mc" else f"_d{self.delta:g}")
         return (f"{self.dataset}__{self.heterogeneity}__{weights}__{method}__{guarantee}__"
                 f"S{self.n_sims}_m{self.n_test}_{lv}__seed{self.seed}__{h}")
@@ -527,7 +618,7 @@ def ensure_setup(cfg: RunConfig, cache: ResultCache, *, data_dir=None, need_loca
     if st is None or _missing_parts(st, need_localizer):     # train what is missing, reuse the rest
         st = train_setup(cfg.dataset, cfg.heterogeneity, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train,
                          n_eng=max(1, cfg.n_cal // 2), data_dir=data_dir, train_kw=json.loads(cfg.train_kw),
-                         need_localizer=need_localizer, base=st, progress=progress)
+                         need_localizer=need_localizer, base=st, device=cfg.device, progress=progress)
         try:
             _atomic_pickle(path, st)
         except (pickle.PicklingError, TypeError, AttributeError, ImportError) as e:   # run on without a model cache
@@ -556,10 +647,11 @@ def _method_fn(method: str) -> Callable:
     return baselines.METHODS[method]
 
 def _loc_pool(cfg: RunConfig, cache: ResultCache, setup: TrainedSetup, fed):
-    "`pool_localizer_samples` of a setup, computed once per process."
+    "(pool samples, frozen sampler) of a setup, built once per process: pooled on real data, frozen on synthetic."
     key = ("locpool", str(cache.root), cfg.setup_key())
     if key not in _MEMO:
-        _MEMO[key] = pool_localizer_samples(setup, fed)
+        pool = pool_localizer_samples(setup, fed)
+        _MEMO[key] = (pool, frozen_localizer(setup) if pool is None and cfg.dataset in FROZEN_NOISE_DATASETS else None)
     return _MEMO[key]
 
 def run_chunk(cfg: RunConfig, # the dataset configuration
@@ -578,7 +670,7 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
     res = {c: dict(coverage=np.full(n, np.nan), size=np.full(n, np.nan), size_finite=np.full(n, np.nan),
                    inf_count=np.zeros(n, dtype=np.int64), seconds=0.0, errors=[], n_warned=0, warnings=[])
            for c in cells}
-    loc_pool = _loc_pool(cfg, cache, setup, fed) if need_loc else None
+    loc_pool, loc_frozen = _loc_pool(cfg, cache, setup, fed) if need_loc else (None, None)
     t_draw = 0.0
     oracle = None
     if "oracle" in kinds:
@@ -586,8 +678,8 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
     for i, s in enumerate(tqdm(range(start, stop), desc=f"{cfg.dataset} draws {start}-{stop}", leave=False,
                                disable=not progress)):
         t0 = time.perf_counter()
-        draws = sample_draw(setup, fed, s, n_cal=cfg.n_cal, n_test=cfg.n_test, weights=kinds, oracle=oracle,
-                            localize=need_loc, loc_pool=loc_pool)
+        draws = sample_draw(setup, fed, s, n_cal=cfg.n_cal, n_cal_test=cfg.n_cal_test, n_test=cfg.n_test,
+                            weights=kinds, oracle=oracle, localize=need_loc, loc_pool=loc_pool, loc_frozen=loc_frozen)
         t_draw += time.perf_counter() - t0
         for c in cells:
             method, g, w = c
@@ -633,7 +725,8 @@ def _merge_cell(cfg: RunConfig, cache: ResultCache, cell, chunks) -> Path:
     method, g, w = cell
     meta = dict(dataset=cfg.dataset, heterogeneity=cfg.heterogeneity, weights=w, method=method,
                 label=method_label(method, w), guarantee=g, n_sims=cfg.n_sims, n_test=cfg.n_test, alpha=cfg.alpha,
-                delta=cfg.delta, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train, n_cal=cfg.n_cal, engine=cfg.engine,
+                delta=cfg.delta, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train, n_cal=cfg.n_cal,
+                n_cal_test=cfg.n_cal_test, engine=cfg.engine,
                 train_kw=json.loads(cfg.train_kw),
                 seconds=float(sum(p["meta"]["seconds"] for p in parts)),
                 draw_seconds=float(sum(p["meta"]["draw_seconds"] for p in parts)),
@@ -688,16 +781,21 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
              weights: Sequence[str] | str = "estimated", # "estimated" and/or "oracle"
              n_sims: int = 500, n_test: int = 500, alpha: float = 0.1, delta: float = 0.1, seed: int = 0,
              K: int = 11, n_train: int = 50, n_cal: int = 100,
+             n_cal_test: int | None = None, # calibration points of the test agent (None: n_cal, like the others)
              engine: str = "exact", # coverage engine of Procedure 1 / the one-shot tau search
              train_kw: dict | None = None, # training overrides (see `train_setup`)
              data_dir=None, # data directory of the real datasets
              cache_dir=None, # resume-safe cache (default: a temporary directory, deleted afterwards)
-             jobs: int = 1, # worker processes
+             jobs: int = 1, # worker processes (backend "process"), or CPUs of a local Ray instance (backend "ray")
+             backend: str = "process", # "process" (this machine) or "ray" (Ray tasks; needs the flower extra)
+             address: str | None = None, # Ray cluster address ("auto", "ray://host:10001"); None: a local instance
+             device: str = "cpu", # "cpu" or "cuda": where the predictor and the density ratios are trained
              chunk_size: int = 25, # draws per chunk (the unit of work and of resumption)
              exclude: Sequence[str] = (), # cells to leave out, as "METHOD:GUARANTEE" (e.g. "osPFWCP:mc")
              progress: bool = True,
             ) -> pd.DataFrame: # one row per (dataset, heterogeneity, weights, guarantee, method)
-    "Run (or resume) the experiment grid and return the metrics of every cell; per-draw arrays in `.attrs['draws']`."
+    """Run (or resume) the experiment grid and return the metrics of every cell; per-draw arrays in `.attrs['draws']`,
+    `.attrs['cache']`: "cold" when nothing (models, cells, chunks) was reused from the cache, else "warm"."""
     from pfwcp_nb.data import DATASETS
     datasets = _as_list(("gaussian", "poisson") if datasets is None else datasets, "datasets", DATASETS)
     guarantees = _as_list(guarantees, "guarantees", GUARANTEES)
@@ -708,8 +806,17 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
                     (K, "K"), (n_train, "n_train"), (n_cal, "n_cal")):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"`{name}` must be a positive integer, got {v!r}.")
+    if n_cal_test is not None and (isinstance(n_cal_test, bool) or not isinstance(n_cal_test, (int, np.integer))
+                                   or n_cal_test < 1):
+        raise ValueError(f"`n_cal_test` must be a positive integer or None, got {n_cal_test!r}.")
     if engine not in ("exact", "mc"):
         raise ValueError(f"`engine` must be 'exact' or 'mc', got {engine!r}.")
+    if backend not in ("process", "ray"):
+        raise ValueError(f"`backend` must be 'process' or 'ray', got {backend!r}.")
+    if address is not None and backend != "ray":
+        raise ValueError(f"`address` ({address!r}) needs backend='ray'.")
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"`device` must be 'cpu' or 'cuda', got {device!r}.")
     meths = {w: (default_methods(w) if methods is None else list(methods)) for w in wkinds}
     for w in wkinds:
         for m in meths[w]:
@@ -726,7 +833,7 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
         for ds in datasets:
             for het in hets:
                 cfg = RunConfig(ds, het, int(n_sims), int(n_test), alpha, delta, int(seed), int(K), int(n_train),
-                                int(n_cal), engine, tkw)
+                                int(n_cal), engine, tkw, None if n_cal_test is None else int(n_cal_test), device)
                 plan.append((cfg, [(m, g, w) for w in wkinds for m in meths[w] for g in guarantees
                                    if f"{m}:{g}" not in excl]))
         chunks = _chunks(int(n_sims), int(chunk_size))
@@ -739,15 +846,26 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
             todo = [t for t in todo if t[0]]
             if todo:
                 work.append((cfg, any(m in LOCALIZED_METHODS for m, _, _ in pending), todo))
-        _execute(work, cache, data_dir, jobs, progress)
+        warm = any(_reuses(cache, cfg, cells) for cfg, cells in plan)
+        if backend == "ray":
+            _execute_ray(work, cache, data_dir, address, jobs, progress)
+        else:
+            _execute(work, cache, data_dir, jobs, progress)
         for cfg, cells in plan:
             for c in cells:
                 if not cache.cell_path(cfg, *c).exists():
                     _merge_cell(cfg, cache, c, chunks)
-        return collect_results(cache, plan, alpha=alpha)
+        df = collect_results(cache, plan, alpha=alpha)
+        df.attrs["cache"] = "warm" if warm else "cold"
+        return df
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+def _reuses(cache: ResultCache, cfg: RunConfig, cells) -> bool:
+    "Whether the cache already holds something of `cfg`: its trained models, a finished cell or a chunk."
+    return cache.setup_path(cfg).exists() or any(
+        cache.cell_path(cfg, *c).exists() or any(cache.chunk_path(cfg, *c, 0, 1).parent.glob("*.npz")) for c in cells)
 
 def _train_only(cfg: RunConfig, cache_root, data_dir, need_localizer: bool) -> str:
     ensure_setup(cfg, ResultCache(cache_root), data_dir=data_dir, need_localizer=need_localizer, progress=False)
@@ -832,13 +950,14 @@ def collect_results(cache: ResultCache, plan, alpha: float = 0.1) -> pd.DataFram
                              method=method_label(c[0], c[2]), **met, n_errors=meta["n_errors"],
                              n_warned=np.nan if meta.get("n_warned") is None else meta["n_warned"],
                              seconds=meta["seconds"], draw_seconds=meta["draw_seconds"], n_test=cfg.n_test,
+                             n_cal_test=cfg.n_cal if cfg.n_cal_test is None else cfg.n_cal_test,
                              alpha=cfg.alpha, delta=cfg.delta if c[1] == "ccc" else np.nan, seed=cfg.seed,
                              train_kw=cfg.train_kw))
             draws[(cfg.dataset, cfg.heterogeneity, c[2], c[1], method_label(c[0], c[2]))] = dict(
                 coverage=z["coverage"], size=z["size"], size_finite=z.get("size_finite", z["size"]))
     cols = ["dataset", "heterogeneity", "weights", "guarantee", "method", "MC", "MC_se", "CCC", "CCC_se", "CMC",
             "CMC_se", "Eff", "Eff_se", "inf_frac", "Eff_finite", "n_sims", "n_errors", "n_warned", "seconds", "draw_seconds", "n_test",
-            "alpha", "delta", "seed", "train_kw"]
+            "n_cal_test", "alpha", "delta", "seed", "train_kw"]
     df = pd.DataFrame(rows, columns=cols)
     df.attrs["draws"] = draws
     return df
@@ -850,7 +969,7 @@ def run_experiment(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                    n_sims: int = 500, n_test: int = 500,
                    heterogeneity: str = "severe", weights: str = "estimated",
                    alpha: float = 0.1, delta: float = 0.1, seed: int = 0,
-                   **kwargs, # passed to `run_grid`: K, n_train, n_cal, engine, train_kw, data_dir, cache_dir, jobs, chunk_size, progress
+                   **kwargs, # passed to `run_grid`: K, n_train, n_cal, n_cal_test, engine, backend, address, device, train_kw, data_dir, cache_dir, jobs, chunk_size, progress
                   ) -> pd.DataFrame: # one row per method
     "One dataset, one guarantee: the metrics MC, CCC, CMC, Eff (with standard errors) of every method."
     if not isinstance(dataset, str):
@@ -863,6 +982,90 @@ def run_experiment(dataset: str, # one of `pfwcp_nb.data.DATASETS`
     df = run_grid([dataset], methods, [guarantee], heterogeneity=heterogeneity, weights=weights, n_sims=n_sims,
                   n_test=n_test, alpha=alpha, delta=delta, seed=seed, **kwargs)
     return df.reset_index(drop=True)
+
+# %% ../nbs/08_experiments.ipynb #8a6f75a1
+_RAY_ROOT = "ray-worker"   # memo namespace of the localizer's pool samples inside a Ray worker process
+
+def _ray_train(cfg: RunConfig, data_dir, need_localizer: bool, base: TrainedSetup | None) -> TrainedSetup:
+    "Ray task: train (what `base` lacks of) the models of `cfg` in the worker; returned to the driver."
+    _worker_init()
+    with tempfile.TemporaryDirectory(prefix="pfwcp-ray-") as d:
+        if base is not None:
+            _MEMO[("setup", d, cfg.setup_key())] = base
+        return ensure_setup(cfg, ResultCache(d), data_dir=data_dir, need_localizer=need_localizer, progress=False)
+
+def _ray_chunk(cfg: RunConfig, cells, start: int, stop: int, setup: TrainedSetup, data_dir) -> dict:
+    "Ray task: `run_chunk` in a scratch cache; returns {cell: bytes of its chunk file}."
+    _worker_init()
+    key, pool = cfg.setup_key(), ("locpool", _RAY_ROOT, cfg.setup_key())
+    with tempfile.TemporaryDirectory(prefix="pfwcp-ray-") as root:
+        _MEMO[("setup", root, key)] = setup
+        if pool in _MEMO:                           # pool samples drawn by an earlier task of this worker
+            _MEMO[("locpool", root, key)] = _MEMO[pool]
+        try:
+            run_chunk(cfg, cells, start, stop, root, data_dir)
+            return {c: ResultCache(root).chunk_path(cfg, *c, start, stop).read_bytes() for c in cells}
+        finally:
+            _MEMO.pop(("setup", root, key))
+            if ("locpool", root, key) in _MEMO:
+                _MEMO[pool] = _MEMO.pop(("locpool", root, key))
+
+def _execute_ray(work, cache: ResultCache, data_dir, address: str | None, jobs: int, progress: bool):
+    "`_execute` with Ray tasks; the driver writes the models and chunk files into `cache`."
+    if ray is None:
+        raise ImportError('backend="ray" needs Ray, which comes with the flower extra: pip install "pfwcp_nb[flower]"')
+    if not work:
+        return
+    started = not ray.is_initialized()
+    if started:
+        os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")   # tasks see the GPUs (--device cuda)
+        env = {"env_vars": {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, runtime_env=env,
+                 **({"num_cpus": jobs} if address is None else {}))
+    train, chunk = ray.remote(_ray_train), ray.remote(_ray_chunk)
+    bar = tqdm(total=sum(len(t) for _, _, t in work), desc="chunks", disable=not progress)
+    kind, refs = {}, []
+    try:
+        for cfg, need_loc, todo in work:
+            path, st = cache.setup_path(cfg), None
+            if path.exists():
+                with open(path, "rb") as f:
+                    st = pickle.load(f)
+            if st is not None and not _missing_parts(st, need_loc):
+                kind[ref := ray.put(st)] = ("trained", cfg, todo, False)
+            else:
+                kind[ref := train.remote(cfg, data_dir, need_loc, st)] = ("trained", cfg, todo, True)
+            refs.append(ref)
+        while refs:
+            done, refs = ray.wait(refs, num_returns=1)
+            what = kind.pop(done[0])
+            if what[0] == "trained":
+                _, cfg, todo, fresh = what
+                if fresh:
+                    _atomic_pickle(cache.setup_path(cfg), ray.get(done[0]))
+                for cells, a, b in todo:
+                    r = chunk.remote(cfg, cells, a, b, done[0], data_dir)
+                    kind[r] = ("chunk", cfg, a, b); refs.append(r)
+            else:
+                _, cfg, a, b = what
+                for c, data in ray.get(done[0]).items():
+                    p = cache.chunk_path(cfg, *c, a, b)
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".npz")
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(data)
+                    os.replace(tmp, p)
+                bar.update()
+    except BaseException:                      # interrupted or failed: cancel the rest; finished chunks are on disk
+        for r in refs:
+            if kind[r][0] == "chunk" or kind[r][3]:     # tasks (not the models put into the object store)
+                ray.cancel(r, force=True)
+        raise
+    finally:
+        bar.close()
+        if started:
+            ray.shutdown()
+
 
 # %% ../nbs/08_experiments.ipynb #8edea8e7
 def _order(values, preferred) -> list:
@@ -1139,7 +1342,8 @@ def plot_figure1(res: dict, alpha: float = 0.1, ax=None):
     return ax
 
 # %% ../nbs/08_experiments.ipynb #73c907a4
-_KEY_COLS = ["dataset", "heterogeneity", "weights", "guarantee", "method", "n_sims", "n_test", "alpha", "delta", "seed"]
+_KEY_COLS = ["dataset", "heterogeneity", "weights", "guarantee", "method", "n_sims", "n_test", "n_cal_test", "alpha", "delta",
+             "seed"]
 
 def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float = 0.1, figures: bool = True,
                   command: str | None = None) -> list[Path]:
@@ -1153,6 +1357,8 @@ def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float
     allrows.attrs = {}                                    # per-draw arrays stay in df.attrs, not in the CSV
     if csv.exists():
         old = pd.read_csv(csv)
+        if "n_cal_test" not in old.columns:               # written before the column existed: the CLI's n_k = 100
+            old["n_cal_test"] = 100
         keys = set(map(tuple, allrows[_KEY_COLS].astype(str).to_numpy()))
         old = old[[tuple(r) not in keys for r in old[_KEY_COLS].astype(str).to_numpy()]]
         allrows = pd.concat([old, allrows], ignore_index=True)
@@ -1163,8 +1369,9 @@ def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float
     written.append(csv)
     cmd = f"\n\nProduced by: `{command}`\n" if command else "\n"
     cur = allrows
-    for n_sims, n_test in sorted(set(zip(df.n_sims, df.n_test))):
-        sub = cur[(cur.n_sims == n_sims) & (cur.n_test == n_test)]
+    for n_sims, n_test, n1 in sorted(set(zip(df.n_sims, df.n_test, df.n_cal_test))):
+        sub = cur[(cur.n_sims == n_sims) & (cur.n_test == n_test) & (cur.n_cal_test == n1)]
+        sfx = "" if n1 == 100 else f"_n1-{n1}"         # the test agent's calibration size, when not the default 100
         for het in _order(sub.heterogeneity, ("severe", "moderate", "mild")):
             for g in GUARANTEES:
                 d = sub[(sub.heterogeneity == het) & (sub.guarantee == g)]
@@ -1175,10 +1382,10 @@ def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float
                        f"alpha={alpha:g}" + (f", delta={delta:g}" if g == "ccc" else "") + ". 🟩 meets the target, "
                        "🟨 within the paper's yellow band, 🟥 below; bold: best green value of each row.\n\n"
                        + paper_table(d, g, alpha=alpha, delta=delta) + "\n\n" + se_table(d, g) + cmd)
-                p = out / f"table_{g}_{het}.md"
+                p = out / f"table_{g}_{het}{sfx}.md"
                 p.write_text(txt)
                 written.append(p)
-                if het == "severe" and (d.weights == "estimated").any():
+                if het == "severe" and (d.weights == "estimated").any() and not sfx:
                     cmp = compare_with_paper(d, g, alpha=alpha, delta=delta)
                     if not cmp.empty:
                         p = out / f"compare_{g}_severe.md"
@@ -1221,7 +1428,7 @@ def _write_figures(df, out: Path, *, alpha, delta) -> list[Path]:
 
 # %% ../nbs/08_experiments.ipynb #da2cbb2e
 def cli_positive_int(text: str) -> int:
-    "argparse `type=`: an integer >= 1 (`--n-sims`, `--n-test`, `--jobs`, `--chunk-size`)."
+    "argparse `type=`: an integer >= 1 (`--n-sims`, `--n-test`, `--n-cal-test`, `--jobs`, `--chunk-size`)."
     try:
         v = int(text)
     except ValueError:
@@ -1265,6 +1472,14 @@ def cli_train_kw(text: str) -> dict:
         raise argparse.ArgumentTypeError(f"unknown model(s) {bad}; choose among {list(TRAIN_KW_KEYS)}")
     return v
 
+_RAY_ADDRESS = re.compile(r"auto|local|(ray://)?[A-Za-z0-9.\-]+:[0-9]{1,5}")
+
+def cli_ray_address(text: str) -> str:
+    "argparse `type=`: a Ray cluster address: auto, local, HOST:PORT or ray://HOST:PORT (`--address`)."
+    if not _RAY_ADDRESS.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"must be auto, local, HOST:PORT or ray://HOST:PORT, got {text!r}")
+    return text
+
 def cli_exclude_cell(text: str) -> str:
     "argparse `type=`: METHOD:GUARANTEE with METHOD in `baselines.METHODS` and GUARANTEE mc or ccc (`--exclude`)."
     m, sep, g = text.partition(":")
@@ -1293,6 +1508,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="estimated and/or oracle density-ratio weights (default estimated)")
     p.add_argument("--n-sims", type=cli_positive_int, default=500, help="calibration draws (default and paper: 500)")
     p.add_argument("--n-test", type=cli_positive_int, default=500, help="test points per draw (default and paper: 500)")
+    p.add_argument("--n-cal-test", type=cli_positive_int, default=None,
+                   help="calibration points of the test agent (the other agents keep n_k = 100; default: 100 too)")
     p.add_argument("--seed", type=cli_nonneg_int, default=0,
                    help="seed of the shift parameters, the training split and training; draw i uses its own "
                         "stream of this seed (default 0)")
@@ -1305,7 +1522,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="pfwcp_results", help="output directory (tables, CSV, figures, cache)")
     p.add_argument("--cache", default=None, help="cache directory (default OUT/cache)")
     p.add_argument("--data-dir", default=None, help="data directory (default $PFWCP_DATA_DIR, else ./data)")
-    p.add_argument("--jobs", type=cli_positive_int, default=1, help="worker processes (one thread each; default 1)")
+    p.add_argument("--jobs", type=cli_positive_int, default=1,
+                   help="worker processes (one thread each; default 1); with --backend ray and no --address, the CPUs "
+                        "of the local Ray instance")
+    p.add_argument("--backend", default="process", choices=("process", "ray"),
+                   help="where the chunks run: process (this machine, --jobs processes; default) or ray (Ray tasks, "
+                        "needs pip install \"pfwcp_nb[flower]\")")
+    p.add_argument("--address", type=cli_ray_address, default=None,
+                   help="with --backend ray: the cluster to join, auto (the cluster of this machine), local, or "
+                        "ray://HOST:10001 (Ray Client); default: start a local instance")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                   help="where the predictor and the density-ratio classifiers are trained (default cpu; results on "
+                        "cpu are those of earlier versions and the cache is shared)")
     p.add_argument("--chunk-size", type=cli_positive_int, default=25, help="draws per unit of work / checkpoint (default 25)")
     p.add_argument("--train-kw", type=cli_train_kw, default=None,
                    help="JSON training overrides per model, e.g. '{\"predictor\": {\"epochs\": 500}}'")
@@ -1331,6 +1559,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
             data_path(ds, a.data_dir)           # checks that the dataset's files are there, names the missing one
         except FileNotFoundError as e:
             p.error(f"argument --datasets: {e}")
+    if a.address is not None and a.backend != "ray":
+        p.error(f"argument --address: only with --backend ray, got --backend {a.backend}")
+    if a.backend == "ray" and a.address not in (None, "local") and a.jobs != 1:
+        p.error("argument --jobs: a Ray cluster (--address) schedules by its own CPUs; leave --jobs out")
+    if a.backend == "ray" and ray is None:
+        p.error('argument --backend: ray is not installed; pip install "pfwcp_nb[flower]"')
     for opt, path in (("--out", a.out), ("--cache", a.cache)):
         if path is not None and Path(path).exists() and not Path(path).is_dir():
             p.error(f"argument {opt}: {path!r} exists and is not a directory")
@@ -1357,7 +1591,8 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
     df = run_grid(args.datasets, args.methods, args.guarantee, heterogeneity=args.heterogeneity, weights=args.weights,
                   n_sims=args.n_sims, n_test=args.n_test, alpha=args.alpha, delta=args.delta, seed=args.seed,
                   engine=args.engine, train_kw=args.train_kw, data_dir=args.data_dir, cache_dir=cache, jobs=args.jobs,
-                  chunk_size=args.chunk_size, exclude=args.exclude, progress=progress)
+                  chunk_size=args.chunk_size, exclude=args.exclude, progress=progress, n_cal_test=args.n_cal_test,
+                  backend=args.backend, address=None if args.address == "local" else args.address, device=args.device)
     wall = time.time() - t0
     paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command)
     if args.figure1:
@@ -1371,6 +1606,7 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
     with open(out / "runs.jsonl", "a") as f:
         f.write(json.dumps(dict(command=command, wall_seconds=round(wall, 1), started=time.strftime(
             "%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)), cpus=os.cpu_count(), cells=len(df),
+            cache=df.attrs["cache"],
             method_seconds=round(float(df.seconds.sum()), 1))) + "\n")
     for g in args.guarantee:
         for het in args.heterogeneity:

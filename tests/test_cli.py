@@ -49,6 +49,11 @@ EXPERIMENTS_BAD = [
     (["--train-kw", "[1, 2]"], "--train-kw"), (["--train-kw", '{"predictr": {"epochs": 5}}'], "--train-kw"),
     (["--data-dir", "no/such/dir"], "--data-dir"), (["--datasets", "airfoil", "--data-dir", "."], "--datasets"),
     (["--figure1", "--data-dir", "."], "--datasets"), (["--out", "a_file"], "--out"),
+    (["--n-cal-test", "0"], "--n-cal-test"), (["--n-cal-test", "5.5"], "--n-cal-test"),
+    (["--backend", "spark"], "--backend"), (["--address", "auto"], "--address"),
+    (["--backend", "ray", "--address", "not an address"], "--address"),
+    (["--backend", "ray", "--address", "ray://head:10001", "--jobs", "4"], "--jobs"),
+    (["--device", "gpu"], "--device"),
 ]
 
 
@@ -79,14 +84,30 @@ def test_demo_success_exits_0_without_progress_bar(tmp_path):
 
 def test_experiments_success_exits_0_without_progress_bar(tmp_path):
     kw = json.dumps({"predictor": {"epochs": 5}, "ratios": {"epochs": 5}})
-    r = _run("pfwcp-experiments", ["--datasets", "gaussian", "--methods", "CP", "FCP", "--guarantee", "mc",
-                                   "--n-sims", "2", "--n-test", "20", "--chunk-size", "2", "--train-kw", kw,
-                                   "--out", "out", "--no-figures"], tmp_path, timeout=300)
+    args = ["--datasets", "gaussian", "--methods", "CP", "FCP", "--guarantee", "mc", "--n-sims", "2", "--n-test", "20",
+            "--chunk-size", "2", "--train-kw", kw, "--out", "out", "--no-figures"]
+    r = _run("pfwcp-experiments", args, tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "MC, severe heterogeneity" in r.stdout and "Traceback" not in r.stderr
     assert "chunks" not in r.stderr and "it/s" not in r.stderr    # no progress bars in a pipe
     res = pd.read_csv(tmp_path / "out" / "results.csv")
-    assert sorted(res.method) == ["CP", "FCP"] and (res.n_sims == 2).all()
+    assert sorted(res.method) == ["CP", "FCP"] and (res.n_sims == 2).all() and (res.n_cal_test == 100).all()
+    # the same command again: everything comes from the cache; runs.jsonl says which run reused it
+    r = _run("pfwcp-experiments", args, tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    runs = [json.loads(line) for line in (tmp_path / "out" / "runs.jsonl").read_text().splitlines()]
+    assert [x["cache"] for x in runs] == ["cold", "warm"]
+
+
+def test_experiments_n_cal_test_column(tmp_path):
+    kw = json.dumps({"predictor": {"epochs": 5}, "ratios": {"epochs": 5}})
+    r = _run("pfwcp-experiments", ["--datasets", "gaussian", "--methods", "CP", "--guarantee", "mc", "--n-sims", "2",
+                                   "--n-test", "20", "--n-cal-test", "5", "--train-kw", kw, "--out", "out",
+                                   "--no-figures"], tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert (res.n_cal_test == 5).all() and (res.inf_frac == 1.0).all()     # CP needs >= 9 points at alpha 0.1
+    assert (tmp_path / "out" / "table_mc_severe_n1-5.md").is_file()
 
 
 @pytest.mark.parametrize("prog", ["pfwcp-experiments", "pfwcp-demo"])

@@ -386,3 +386,91 @@ def test_warnings_are_counted_per_cell_not_dropped(cache_dir, gaussian_run, monk
     assert got == {"CP": 4, "FCP": 0}
     meta = E.load_cell(next(Path(cache_dir, "cells").glob("gaussian__*__CP__mc__S4_*")))["meta"]
     assert meta["warnings"] and "test warning from CP" in meta["warnings"][0]
+
+# ---------------------------------------------------------------- frozen localizer noise (synthetic datasets)
+
+def test_frozen_noise_localized_scores(cache_dir, gaussian_run):
+    from pfwcp_nb.data import make_federation
+    cfg = E.RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps(FAST, sort_keys=True))
+    st = E.ensure_setup(cfg, E.ResultCache(cache_dir), progress=False)
+    fed = make_federation("gaussian", "severe", K=11, seed=0)
+    fz = E.frozen_localizer(st)
+    new = E.sample_draw(st, fed, 2, n_cal=30, n_test=20, loc_frozen=fz)["estimated"]
+    old = E.sample_draw(st, fed, 2, n_cal=30, n_test=20)["estimated"]          # fresh noise per draw
+    for f in ("cal_scores", "cal_weights", "fwcp_cal_weights"):                  # same data and weights
+        for a, b in zip(getattr(new, f), getattr(old, f)):
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(new.test_weights, old.test_weights)
+    assert not all(np.array_equal(a, b) for a, b in zip(new.loc_cal_scores, old.loc_cal_scores))   # other noise
+    rng = E._rng(0, 1, 2)                                     # the draw's points, in the documented order
+    cal = [fed.sample(k, 30, rng) for k in range(fed.K)]
+    for k, (X, y) in enumerate(cal):                          # F_hat of the frozen samples at each point
+        np.testing.assert_allclose(new.loc_cal_scores[k], st.localizer.cdf_from_samples(fz.sorted_samples(X),
+                                                                                          new.cal_scores[k]), atol=1e-9)
+    X = cal[3][0]                                             # one fixed function of X: any batch, any draw
+    np.testing.assert_allclose(fz.sorted_samples(X[:4]), fz.sorted_samples(X)[:4], rtol=1e-6)
+    np.testing.assert_allclose(E.frozen_localizer(st).sorted_samples(X), fz.sorted_samples(X), rtol=1e-6)
+    with pytest.raises(ValueError, match="2-D"):
+        fz.sorted_samples(X[0])
+
+def test_frozen_noise_rejects_other_samplers():
+    loc = baselines.Localizer(baselines.FoldedNormalSampler(0.1, 0.3), n_samples=20)
+    with pytest.raises(ValueError, match="EngressionSampler"):
+        E.FrozenNoiseSampler(loc, np.random.default_rng(0))
+
+# ---------------------------------------------------------------- cache keys, n_cal_test, device, cache state
+
+def test_cache_keys_unchanged_by_default_and_by_device():
+    cfg = E.RunConfig("gaussian")
+    old = E._stable_hash([11, 50, 100, "exact", {}])          # the key of earlier versions: old caches stay valid
+    assert cfg.cell_key("PFWCP", "mc", "estimated").endswith(old)
+    assert E.RunConfig("airfoil").cell_key("FGLCP", "mc", "estimated").endswith(old)    # pooled samples: unchanged
+    assert not cfg.cell_key("FGLCP", "mc", "estimated").endswith(old)        # frozen noise: other numbers, new key
+    cuda = E.RunConfig("gaussian", device="cuda")
+    assert cuda.setup_key() == cfg.setup_key() and cuda.cell_key("CP", "mc", "oracle") == cfg.cell_key("CP", "mc", "oracle")
+    n1 = E.RunConfig("gaussian", n_cal_test=20)
+    assert n1.setup_key() == cfg.setup_key()                  # the trained models do not depend on it
+    assert n1.cell_key("CP", "mc", "estimated") != cfg.cell_key("CP", "mc", "estimated")
+    assert n1.cell_key("CP", "mc", "estimated") != E.RunConfig("gaussian", n_cal_test=50).cell_key("CP", "mc", "estimated")
+
+def test_n_cal_test_sizes_of_the_draw():
+    from pfwcp_nb.data import make_federation
+    fed = make_federation("gaussian", "severe", K=4, seed=0)
+    st = _toy_setup_with_localizer(fed)
+    d = E.sample_draw(st, fed, 1, n_cal=20, n_cal_test=5, n_test=15)["estimated"]
+    assert [len(s) for s in d.cal_scores] == [5, 20, 20, 20] and [len(w) for w in d.cal_weights] == [5, 20, 20, 20]
+    assert [len(s) for s in d.loc_cal_scores] == [5, 20, 20, 20] and d.test_weights.shape == (15, 4)
+    np.testing.assert_array_equal(d.cal_weights[0], np.ones(5))
+    same = E.sample_draw(st, fed, 1, n_cal=20, n_cal_test=20, n_test=15)["estimated"]
+    dflt = E.sample_draw(st, fed, 1, n_cal=20, n_test=15)["estimated"]
+    for a, b in zip(same.cal_scores, dflt.cal_scores):        # n_cal_test = n_cal is the default draw
+        np.testing.assert_array_equal(a, b)
+
+def test_n_cal_test_in_results_and_cp_infinite_below_its_minimum(cache_dir, gaussian_run):
+    assert (gaussian_run.n_cal_test == 100).all()
+    df = E.run_grid(["gaussian"], ["CP", "PFWCP"], ["mc"], n_cal_test=5, cache_dir=cache_dir, **{**SMALL, "n_sims": 3})
+    assert (df.n_cal_test == 5).all() and (df.n_errors == 0).all()
+    # split CP on n_1 = 5 points at alpha = 0.1 needs the ceil(6 * 0.9) = 6th smallest of 5 scores: always infinite
+    assert df.set_index("method").loc["CP", "inf_frac"] == 1.0
+    assert df.set_index("method").loc["PFWCP", "inf_frac"] < 1.0        # the other agents' points still help
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(n_cal_test=0), "n_cal_test"), (dict(n_cal_test=2.5), "n_cal_test"), (dict(n_cal_test=True), "n_cal_test"),
+    (dict(device="gpu"), "device"), (dict(backend="spark"), "backend"), (dict(address="auto"), "address"),
+])
+def test_run_grid_bad_new_options(kw, match, tmp_path):
+    with pytest.raises(ValueError, match=match):
+        E.run_grid(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, progress=False, **kw)
+
+def test_train_setup_bad_device():
+    with pytest.raises(ValueError, match="device"):
+        E.train_setup("gaussian", device="tpu", progress=False)
+
+def test_cache_cold_then_warm(tmp_path):
+    kw = dict(n_sims=2, n_test=20, chunk_size=2, train_kw={"predictor": {"epochs": 5}, "ratios": {"epochs": 5}},
+              cache_dir=tmp_path, progress=False)
+    first = E.run_grid(["gaussian"], ["CP"], ["mc"], **kw)
+    assert first.attrs["cache"] == "cold"
+    assert E.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "warm"             # the cell
+    assert E.run_grid(["gaussian"], ["FCP"], ["mc"], **kw).attrs["cache"] == "warm"            # the models
+    assert E.run_grid(["gaussian"], ["CP"], ["mc"], **{**kw, "cache_dir": None}).attrs["cache"] == "cold"
