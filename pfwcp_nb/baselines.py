@@ -566,9 +566,10 @@ def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, en
 
 def ospfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
             seed=0) -> np.ndarray:
-    "osPFWCP (one quantile per agent, per-test tau), via `pfwcp_nb.oneshot.OneShotPFWCP`."
+    "osPFWCP (one quantile per agent at beta_breve = alpha, per-test tau), via `pfwcp_nb.oneshot.OneShotPFWCP`."
     alpha, delta = _check_call(alpha, delta, engine)
-    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights))
+    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights),
+                                                                          beta_breve=alpha)   # one level for MC and CCC
     return est.threshold(draw.test_weights)
 
 def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
@@ -577,7 +578,7 @@ def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *
     alpha, delta = _check_call(alpha, delta, engine)
     _need_loc(draw, "osPFWGLCP")
     est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(
-        _agents(draw.loc_cal_scores, draw.loc_cal_weights))
+        _agents(draw.loc_cal_scores, draw.loc_cal_weights), beta_breve=alpha)           # one level for MC and CCC
     q = est.threshold(draw.loc_test_weights)
     return _from_localized(draw, q, np.isfinite(q) & (q < 1.0))
 

@@ -261,7 +261,50 @@ def test_wrappers_call_the_estimators(draw):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             np.testing.assert_array_equal(
-                ospfwcp(draw, 0.1, delta), OneShotPFWCP(0.1, delta, seed=0).calibrate(agents).threshold(draw.test_weights))
+                ospfwcp(draw, 0.1, delta),
+                OneShotPFWCP(0.1, delta, seed=0).calibrate(agents, beta_breve=0.1).threshold(draw.test_weights))
+
+
+# ---------------------------------------------------------------- CCC variants vs MC variants (issue 8, item 3)
+@pytest.mark.parametrize("name", ["osPFWCP", "osPFWGLCP"])
+@pytest.mark.parametrize("seed", [0, 5])
+def test_oneshot_ccc_threshold_not_below_mc(name, seed):
+    "One beta_breve for both guarantees: the stricter CCC criterion never gives a smaller threshold (per test point)."
+    d = toy_draw(seed, m=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mc, ccc = run_method(d, name, 0.1), run_method(d, name, 0.1, 0.1)
+    assert np.all(ccc >= mc), (name, int((ccc < mc).sum()))
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_guarantee_dependent_beta_breve_was_the_defect(seed):
+    "Regression: with Procedure 1's beta* per guarantee (the estimator default) CCC thresholds fall below MC ones."
+    d = toy_draw(seed, m=100)
+    ag = [AgentCalibration(s, w) for s, w in zip(d.cal_scores, d.cal_weights)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = {g: OneShotPFWCP(0.1, g).calibrate(ag) for g in (None, 0.1)}
+        thr = {g: e.threshold(d.test_weights) for g, e in est.items()}
+    assert est[0.1].beta_breve_ > est[None].beta_breve_        # the CCC optimum of Procedure 1 has the larger beta
+    assert np.any(thr[0.1] < thr[None])
+
+
+def test_fwcp_qq_ccc_reads_a_low_order_statistic():
+    "FWCP-QQ's CCC levels (K=11, n_k=100): higher local level, 2nd of 11 instead of the 5th; biased agents flip the order."
+    mc, ccc = qq_choice(np.full(11, 100.0), 0.1), qq_choice(np.full(11, 100.0), 0.1, 0.1)
+    order = lambda ch: int(np.ceil(11 * (1 - ch.tau) - 1e-9))
+    assert (order(mc), order(ccc)) == (5, 2) and ccc.beta < mc.beta
+    base = np.random.default_rng(3).exponential(size=100)
+    def draw_(scales):
+        sc = [base * a for a in scales]
+        return CalibrationDraw("regression", sc, [np.ones(100)] * 11, np.ones((4, 11)), np.zeros(4),
+                               fwcp_cal_weights=[np.ones(100)] * 11, fwcp_test_weights=np.ones(4))
+    same, biased = draw_([1.0] * 11), draw_([1.0] * 9 + [0.1, 0.1])
+    assert np.all(fwcp_qq(same, 0.1, 0.1) > fwcp_qq(same, 0.1))          # exchangeable agents: CCC is larger
+    assert np.all(fwcp_qq(biased, 0.1, 0.1) < fwcp_qq(biased, 0.1))      # two agents biased low: CCC is smaller
+    k = int(np.ceil((1 - ccc.beta) * 101 - 1e-9))                          # conformal rank at level 1 - beta_c
+    np.testing.assert_allclose(fwcp_qq(biased, 0.1, 0.1), kth(base * 0.1, k))   # = a biased agent's local quantile
 
 
 # ---------------------------------------------------------------- statistics on toy draws (oracle weights)
