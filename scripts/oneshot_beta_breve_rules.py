@@ -7,6 +7,9 @@ Rules (alpha = delta = 0.1):
   beta*   Procedure 1's beta* of the guarantee (the package default; MC and CCC get different levels)
   alpha   beta_breve = alpha, the most conservative beta of Procedure 1's grid, shared by MC and CCC
   alpha/2 beta_breve = alpha / 2 (shared)
+  cp      the level at which the test agent's own one-shot quantile is its split-conformal quantile for the guarantee:
+          beta_breve = 1 - r/n_1 with r = ceil((1-a)(n_1+1)), a = alpha (MC) or CP's Beta-adjusted alpha* (CCC); then
+          tau = 0 meets the criterion for every test weight (agent 1's level does not depend on X)
   worst   the largest beta in Procedure 1's grid (extended down to alpha/4) at which the CCC criterion is feasible at
           tau = 0 for a high test weight of every agent: the importance-weighted (1-delta)-quantile of its calibration
           weights (an estimate of the (1-delta)-quantile of omega^k(X), X ~ P^1), using weight_above <= beta * weight_total
@@ -20,7 +23,7 @@ import argparse, json, os, sys, time, warnings
 import numpy as np
 import pandas as pd
 from pfwcp_nb import experiments as E
-from pfwcp_nb.baselines import _agents
+from pfwcp_nb.baselines import _agents, ccc_alpha
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.procedure import paper_grid, FEAS_TOL
 from pfwcp_nb.coverage import coverage_objective
@@ -39,7 +42,17 @@ def worst_weight_level(agents, alpha: float, delta: float) -> float:
     ok = obj >= 1.0 - delta - FEAS_TOL
     return float(betas[np.argmax(ok)] if ok.any() else betas[-1])
 
+def cp_level(alpha: float, delta, n1: int) -> float:
+    "beta_breve = 1 - r/n_1, r = CP's rank for the guarantee (MC: alpha; CCC: alpha* of the Beta adjustment, n = n_1)."
+    a = alpha if delta is None else ccc_alpha(alpha, delta, n1)
+    r = int(np.ceil((1.0 - a) * (n1 + 1) - 1e-9))
+    if r > n1:
+        raise ValueError(f"n_1={n1} test-agent points cannot certify the guarantee alone; pass beta_breve.")
+    return 1.0 - r / n1
+
 def level(rule: str, agents, delta):
+    if rule == "cp":
+        return cp_level(ALPHA, delta, agents[0].summary().n)
     if rule == "beta*":
         return None
     if rule == "alpha":
