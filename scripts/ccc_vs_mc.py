@@ -11,7 +11,8 @@ variant: mean coverage, and the quantities that explain the ordering of the two 
   1-beta-bar_c), sorted, so the order statistic each variant reads (5th / 2nd of 11 for n_k = 100) can be compared;
 * osPFWCP / osPFWGLCP: the one-shot level beta_breve of each variant (Procedure 1's beta*, the package default), the
   share of test points with no feasible tau (capped at the most conservative tau, i.e. the largest one-shot quantile),
-  the share of test points whose CCC threshold is below the MC one, and the same with one shared beta_breve = alpha.
+  the share of test points whose CCC threshold is below the MC one; the same with one shared beta_breve = alpha and
+  with the rule of 07's wrappers (`--rules cp`: the rank of the test agent's own CP quantile for the guarantee).
 
 Writes per_draw.csv (one row per dataset x draw x method) and summary.csv / summary.md (means over draws).
 """
@@ -19,7 +20,7 @@ import argparse, os, sys, time, warnings
 import numpy as np
 import pandas as pd
 from pfwcp_nb import experiments as E
-from pfwcp_nb.baselines import qq_choice, _agents, _from_localized, run_method
+from pfwcp_nb.baselines import qq_choice, _agents, _from_localized, run_method, _oneshot_level
 from pfwcp_nb.quantiles import weighted_quantile
 from pfwcp_nb.oneshot import OneShotPFWCP
 
@@ -46,16 +47,20 @@ def fwcp_qq_row(d):
         row[f"inf_{g}"] = float(np.isinf(t).mean())
     return row
 
-def oneshot_row(d, localized: bool):
+RULES = {"default": lambda dl, n1: None,                      # Procedure 1's beta* of the guarantee (estimator default)
+         "alpha": lambda dl, n1: ALPHA,                      # one level for both guarantees
+         "cp": lambda dl, n1: _oneshot_level(ALPHA, dl, n1)}  # the rule of 07's wrappers (test agent's CP rank)
+
+def oneshot_row(d, localized: bool, rules=("default", "alpha")):
     "osPFWCP (or osPFWGLCP): per-variant beta_breve, infeasible share, ordering of the thresholds; default and shared beta_breve."
     sc, cw, tw = ((d.loc_cal_scores, d.loc_cal_weights, d.loc_test_weights) if localized
                   else (d.cal_scores, d.cal_weights, d.test_weights))
     ag = _agents(sc, cw)
     row = {}
-    for rule, bb in (("default", None), ("alpha", ALPHA)):
+    for rule in rules:
         thr = {}
         for g, dl in (("mc", None), ("ccc", DELTA)):
-            est = OneShotPFWCP(ALPHA, dl).calibrate(ag, beta_breve=bb)
+            est = OneShotPFWCP(ALPHA, dl).calibrate(ag, beta_breve=RULES[rule](dl, sc[0].size))
             sel = est.select(tw)
             q = est.tau_thresholds_[sel.index]
             t = _from_localized(d, q, np.isfinite(q) & (q < 1.0)) if localized else q
@@ -79,6 +84,9 @@ def main(argv=None):
     ap.add_argument("--cache", default=".pfwcp_cache")
     ap.add_argument("--out", default="results/ccc_vs_mc")
     ap.add_argument("--no-oneshot", action="store_true", help="FWCP-QQ only (fast)")
+    ap.add_argument("--rules", nargs="+", default=["default", "alpha"], choices=list(RULES),
+                    help="one-shot levels to compare (default: Procedure 1's beta* and alpha)")
+    ap.add_argument("--no-fwcp-qq", action="store_true", help="one-shot methods only")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     data_dir = os.environ.get("PFWCP_DATA_DIR")
@@ -94,10 +102,11 @@ def main(argv=None):
         t0 = time.perf_counter()
         for s in range(args.draws):
             d = E.sample_draw(st, fed, s, n_test=args.m, localize=loc, loc_pool=pool)["estimated"]
-            rows.append(dict(dataset=ds, draw=s, method="FWCP-QQ", **fwcp_qq_row(d)))
+            if not args.no_fwcp_qq:
+                rows.append(dict(dataset=ds, draw=s, method="FWCP-QQ", **fwcp_qq_row(d)))
             if loc:
-                rows.append(dict(dataset=ds, draw=s, method="osPFWCP", **oneshot_row(d, False)))
-                rows.append(dict(dataset=ds, draw=s, method="osPFWGLCP", **oneshot_row(d, True)))
+                rows.append(dict(dataset=ds, draw=s, method="osPFWCP", **oneshot_row(d, False, args.rules)))
+                rows.append(dict(dataset=ds, draw=s, method="osPFWGLCP", **oneshot_row(d, True, args.rules)))
         print(f"{ds}: {args.draws} draws in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     df = pd.DataFrame(rows)
     df.to_csv(os.path.join(args.out, "per_draw.csv"), index=False)
