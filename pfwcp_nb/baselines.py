@@ -557,6 +557,16 @@ def fit_localizer(train_X: list, # K arrays (n_k, d) of covariates (one per agen
 def _agents(scores, weights) -> list:
     return [AgentCalibration(s, w) for s, w in zip(scores, weights)]
 
+def _oneshot_level(alpha: float, delta: float | None, n1: int) -> float:
+    "beta_breve = 1 - r/n_1, r = the rank of agent 1's CP quantile for the guarantee (proposed default of 03, issue 8)."
+    a = alpha if delta is None else ccc_alpha(alpha, delta, n1)
+    r = int(np.ceil((1.0 - a) * (n1 + 1) - 1e-9))
+    if r > n1:        # CP's set is the whole line: agent 1 alone cannot certify; its largest score is the best it has
+        warnings.warn(f"osPFWCP: n_1={n1} test-agent points cannot certify the guarantee alone; beta_breve = "
+                      f"1/(n_1+1) (the largest score).", stacklevel=3)
+        return 1.0 / (n1 + 1)
+    return 1.0 - r / n1
+
 def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
           seed=0) -> np.ndarray:
     "PFWCP (Procedure 1 + weighted quantile of weighted local quantiles), via `pfwcp_nb.pfwcp.PFWCP`."
@@ -566,9 +576,10 @@ def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, en
 
 def ospfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
             seed=0) -> np.ndarray:
-    "osPFWCP (one quantile per agent, per-test tau), via `pfwcp_nb.oneshot.OneShotPFWCP`."
+    "osPFWCP (one quantile per agent at `_oneshot_level`, per-test tau), via `pfwcp_nb.oneshot.OneShotPFWCP`."
     alpha, delta = _check_call(alpha, delta, engine)
-    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights))
+    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights),
+                                                                          beta_breve=_oneshot_level(alpha, delta, draw.n[0]))
     return est.threshold(draw.test_weights)
 
 def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
@@ -577,7 +588,8 @@ def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *
     alpha, delta = _check_call(alpha, delta, engine)
     _need_loc(draw, "osPFWGLCP")
     est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(
-        _agents(draw.loc_cal_scores, draw.loc_cal_weights))
+        _agents(draw.loc_cal_scores, draw.loc_cal_weights),
+        beta_breve=_oneshot_level(alpha, delta, draw.loc_cal_scores[0].size))
     q = est.threshold(draw.loc_test_weights)
     return _from_localized(draw, q, np.isfinite(q) & (q < 1.0))
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from pfwcp_nb.baselines import (CalibrationDraw, METHODS, ORACLE_METHODS, WEIGHTED_METHODS, get_method, run_method,
                                 ccc_alpha, qq_grid, qq_choice, cp, fcp, fcp_qq, fwcp, fwcp_qq, fglcp, pfwcp, ospfwcp,
                                 ospfwglcp, Localizer, FoldedNormalSampler, localized_fields, fit_localizer,
-                                oracle_fwcp_weights, fwcp_fields, toy_draw, _platt_fit)
+                                oracle_fwcp_weights, fwcp_fields, toy_draw, _platt_fit, _oneshot_level)
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.pfwcp import AgentCalibration, PFWCP
 from pfwcp_nb.oneshot import OneShotPFWCP
@@ -261,7 +261,77 @@ def test_wrappers_call_the_estimators(draw):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             np.testing.assert_array_equal(
-                ospfwcp(draw, 0.1, delta), OneShotPFWCP(0.1, delta, seed=0).calibrate(agents).threshold(draw.test_weights))
+                ospfwcp(draw, 0.1, delta),
+                OneShotPFWCP(0.1, delta, seed=0).calibrate(agents, beta_breve=_oneshot_level(0.1, delta, 100))
+                .threshold(draw.test_weights))
+
+
+# ---------------------------------------------------------------- CCC variants vs MC variants (issue 8, item 3)
+def test_oneshot_level_is_the_test_agents_cp_rank():
+    "beta_breve = 1 - r/n_1 with r CP's rank: MC ceil(0.9 * 101) = 91, CCC from alpha*; tiny n_1 warns and takes the max."
+    assert _oneshot_level(0.1, None, 100) == pytest.approx(0.09)
+    r = int(np.ceil((1 - ccc_alpha(0.1, 0.1, 100)) * 101 - 1e-9))
+    assert _oneshot_level(0.1, 0.1, 100) == pytest.approx(1 - r / 100) == pytest.approx(0.05)
+    assert stats.beta.sf(0.9, r, 101 - r) >= 0.9 > stats.beta.sf(0.9, r - 1, 102 - r)   # CCC by itself, r minimal
+    with pytest.warns(UserWarning, match="cannot certify"):
+        assert _oneshot_level(0.1, 0.1, 20) == pytest.approx(1 / 21)
+
+
+@pytest.mark.parametrize("delta", [None, 0.1])
+@pytest.mark.parametrize("localized", [False, True])
+def test_oneshot_rule_leaves_no_infeasible_test_point(delta, localized):
+    "tau = 0 meets the criterion through agent 1 alone, whatever the other agents' test weights."
+    d = toy_draw(0, m=60)
+    sc, cw, tw = ((d.loc_cal_scores, d.loc_cal_weights, d.loc_test_weights) if localized
+                  else (d.cal_scores, d.cal_weights, d.test_weights))
+    ag = [AgentCalibration(s, w) for s, w in zip(sc, cw)]
+    big = tw.copy(); big[:, 1:] *= 1e3
+    est = OneShotPFWCP(0.1, delta).calibrate(ag, beta_breve=_oneshot_level(0.1, delta, sc[0].size))
+    assert est.select(tw).feasible.all() and est.select(big).feasible.all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert not OneShotPFWCP(0.1, delta).calibrate(ag).select(big).feasible.any()   # the old default
+
+
+@pytest.mark.parametrize("name", ["osPFWCP", "osPFWGLCP"])
+def test_oneshot_ccc_covers_at_least_mc_on_toy_draws(name):
+    "Averaged over seeded toy draws, the CCC variant covers at least as much as the MC variant (issue 8, item 3)."
+    cov = {None: [], 0.1: []}
+    for i in range(15):
+        d = toy_draw(200 + i, m=100)
+        for g in cov:
+            cov[g].append(np.mean(d.test_scores <= run_method(d, name, 0.1, g)))
+    assert np.mean(cov[0.1]) >= np.mean(cov[None]) + 0.01, {g: np.mean(v) for g, v in cov.items()}
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_guarantee_dependent_beta_breve_was_the_defect(seed):
+    "Regression: with Procedure 1's beta* per guarantee (the estimator default) CCC thresholds fall below MC ones."
+    d = toy_draw(seed, m=100)
+    ag = [AgentCalibration(s, w) for s, w in zip(d.cal_scores, d.cal_weights)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = {g: OneShotPFWCP(0.1, g).calibrate(ag) for g in (None, 0.1)}
+        thr = {g: e.threshold(d.test_weights) for g, e in est.items()}
+    assert est[0.1].beta_breve_ > est[None].beta_breve_        # the CCC optimum of Procedure 1 has the larger beta
+    assert np.any(thr[0.1] < thr[None])
+
+
+def test_fwcp_qq_ccc_reads_a_low_order_statistic():
+    "FWCP-QQ's CCC levels (K=11, n_k=100): higher local level, 2nd of 11 instead of the 5th; biased agents flip the order."
+    mc, ccc = qq_choice(np.full(11, 100.0), 0.1), qq_choice(np.full(11, 100.0), 0.1, 0.1)
+    order = lambda ch: int(np.ceil(11 * (1 - ch.tau) - 1e-9))
+    assert (order(mc), order(ccc)) == (5, 2) and ccc.beta < mc.beta
+    base = np.random.default_rng(3).exponential(size=100)
+    def draw_(scales):
+        sc = [base * a for a in scales]
+        return CalibrationDraw("regression", sc, [np.ones(100)] * 11, np.ones((4, 11)), np.zeros(4),
+                               fwcp_cal_weights=[np.ones(100)] * 11, fwcp_test_weights=np.ones(4))
+    same, biased = draw_([1.0] * 11), draw_([1.0] * 9 + [0.1, 0.1])
+    assert np.all(fwcp_qq(same, 0.1, 0.1) > fwcp_qq(same, 0.1))          # exchangeable agents: CCC is larger
+    assert np.all(fwcp_qq(biased, 0.1, 0.1) < fwcp_qq(biased, 0.1))      # two agents biased low: CCC is smaller
+    k = int(np.ceil((1 - ccc.beta) * 101 - 1e-9))                          # conformal rank at level 1 - beta_c
+    np.testing.assert_allclose(fwcp_qq(biased, 0.1, 0.1), kth(base * 0.1, k))   # = a biased agent's local quantile
 
 
 # ---------------------------------------------------------------- statistics on toy draws (oracle weights)
