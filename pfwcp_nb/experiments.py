@@ -527,7 +527,7 @@ class RunConfig:
     n_train: int = 50
     n_cal: int = 100
     engine: str = "exact"
-    train_kw: str = "{}"           # JSON of the training overrides (hashable)
+    train_kw: str = json.dumps(DEFAULT_TRAIN_KW, sort_keys=True)   # JSON of the effective training settings (hashable)
     n_cal_test: int | None = None  # calibration points of the test agent (None: n_cal)
     device: str = "cpu"            # where the predictor and the ratios are trained (not part of any cache key)
 

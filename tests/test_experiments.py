@@ -244,7 +244,7 @@ def _count_calls(monkeypatch, name, fail_after=None):
     return calls
 
 def test_resume_recomputes_only_the_deleted_cell(cache_dir, gaussian_run, monkeypatch):
-    cfg = E.RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps(FAST, sort_keys=True))
+    cfg = E.RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**E.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
     cache = E.ResultCache(cache_dir)
     victim = cache.cell_path(cfg, "FCP", "mc", "estimated")
     assert victim.exists()
@@ -391,7 +391,7 @@ def test_warnings_are_counted_per_cell_not_dropped(cache_dir, gaussian_run, monk
 
 def test_frozen_noise_localized_scores(cache_dir, gaussian_run):
     from pfwcp_nb.data import make_federation
-    cfg = E.RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps(FAST, sort_keys=True))
+    cfg = E.RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**E.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
     st = E.ensure_setup(cfg, E.ResultCache(cache_dir), progress=False)
     fed = make_federation("gaussian", "severe", K=11, seed=0)
     fz = E.frozen_localizer(st)
@@ -420,12 +420,15 @@ def test_frozen_noise_rejects_other_samplers():
 
 # ---------------------------------------------------------------- cache keys, n_cal_test, device, cache state
 
-def test_cache_keys_unchanged_by_default_and_by_device():
+def test_cache_keys_name_the_training_settings_and_ignore_the_device():
     cfg = E.RunConfig("gaussian")
-    old = E._stable_hash([11, 50, 100, "exact", {}])          # the key of earlier versions: old caches stay valid
-    assert cfg.cell_key("PFWCP", "mc", "estimated").endswith(old)
-    assert E.RunConfig("airfoil").cell_key("FGLCP", "mc", "estimated").endswith(old)    # pooled samples: unchanged
-    assert not cfg.cell_key("FGLCP", "mc", "estimated").endswith(old)        # frozen noise: other numbers, new key
+    old = E._stable_hash([11, 50, 100, "exact", {}])          # keys of the versions with paper-hparam ratios
+    cur = E._stable_hash([11, 50, 100, "exact", E.DEFAULT_TRAIN_KW])
+    assert E.DEFAULT_TRAIN_KW["ratios"]["hparams"] == "calibrated"
+    assert cfg.cell_key("PFWCP", "mc", "estimated").endswith(cur)             # the calibrated default is in the key
+    assert not cfg.cell_key("PFWCP", "mc", "estimated").endswith(old)         # old (paper-hparam) cells never reused
+    assert E.RunConfig("airfoil").cell_key("FGLCP", "mc", "estimated").endswith(cur)    # pooled samples: no tag
+    assert not cfg.cell_key("FGLCP", "mc", "estimated").endswith(cur)        # frozen noise: other numbers, new key
     cuda = E.RunConfig("gaussian", device="cuda")
     assert cuda.setup_key() == cfg.setup_key() and cuda.cell_key("CP", "mc", "oracle") == cfg.cell_key("CP", "mc", "oracle")
     n1 = E.RunConfig("gaussian", n_cal_test=20)

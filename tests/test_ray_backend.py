@@ -40,7 +40,7 @@ def test_ray_backend_identical_to_process_backend_and_resumes(local_ray, tmp_pat
     _same(got, ref)
     assert len(list((tmp_path / "ray" / "models").glob("*.pkl"))) == 1     # the driver cached the trained models
     assert not list((tmp_path / "ray" / "chunks").rglob("*.npz"))           # chunks merged into cells
-    cfg = E.RunConfig("gaussian", n_sims=4, n_test=30, seed=3, train_kw=json.dumps(FAST, sort_keys=True))
+    cfg = E.RunConfig("gaussian", n_sims=4, n_test=30, seed=3, train_kw=json.dumps({**E.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
     victim = E.ResultCache(tmp_path / "ray").cell_path(cfg, "FGLCP", "ccc", "estimated")
     others = {p: p.stat().st_mtime_ns for p in (tmp_path / "ray" / "cells").glob("*.npz") if p != victim}
     victim.unlink()
