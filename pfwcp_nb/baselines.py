@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Callable
 import numpy as np
 import pandas as pd
-from scipy import optimize, special, stats
+from scipy import optimize, special
 from tqdm.auto import tqdm
 from .quantiles import weighted_quantile, quantile_of_quantiles
-from .procedure import select_quantiles, QuantileChoice, _check_unit
+from .procedure import select_quantiles, QuantileChoice, _check_unit, ccc_alpha
 from .pfwcp import AgentCalibration, PFWCP
 from .oneshot import OneShotPFWCP
 from .data import make_federation
@@ -22,7 +22,7 @@ from .data import make_federation
 # %% auto #0
 __all__ = ['TASKS', 'ENGINES', 'QQ_BETA_STEPS', 'METHODS', 'WEIGHTED_METHODS', 'ORACLE_METHODS', 'CalibrationDraw',
            'oracle_fwcp_weights', 'fwcp_fields', 'Localizer', 'localized_fields', 'FoldedNormalSampler', 'toy_draw',
-           'ccc_alpha', 'cp', 'fcp', 'qq_grid', 'qq_choice', 'fcp_qq', 'fwcp', 'fwcp_qq', 'fglcp', 'EngressionSampler',
+           'cp', 'fcp', 'qq_grid', 'qq_choice', 'fcp_qq', 'fwcp', 'fwcp_qq', 'fglcp', 'EngressionSampler',
            'fit_localizer', 'pfwcp', 'ospfwcp', 'ospfwglcp', 'get_method', 'run_method']
 
 # %% ../nbs/07_baselines.ipynb #0d387f9f
@@ -307,27 +307,6 @@ def _check_call(alpha, delta, engine) -> tuple[float, float | None]:
         raise ValueError(f"`engine` must be one of {ENGINES}, got {engine!r}.")
     return alpha, delta
 
-def ccc_alpha(alpha: float, # target miscoverage
-              delta: float, # CCC level
-              n: float, # number of calibration scores (n_1, or sum n_k for pooled methods)
-             ) -> float: # alpha* in (0, 1), or 0.0 when no alpha' qualifies (the set is then everything)
-    "Largest alpha' with F_Beta(1-alpha; (1-alpha')(n+1), alpha'(n+1)) <= delta."
-    alpha, delta = _check_unit(alpha, "alpha"), _check_unit(delta, "delta")
-    if not (np.isfinite(n) and n > 0):
-        raise ValueError(f"`n` must be a positive number of calibration scores, got {n}.")
-    f = lambda a: stats.beta.cdf(1.0 - alpha, (1.0 - a) * (n + 1), a * (n + 1)) - delta
-    lo, hi = 1e-12, 1.0 - 1e-12
-    if f(lo) > 0:
-        return 0.0
-    if f(hi) <= 0:
-        return hi
-    r = optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)
-    for _ in range(1000):
-        if f(r) <= 0:
-            break
-        r = np.nextafter(r, 0.0)
-    return float(r)
-
 def _split_threshold(scores, weights, level, inf_weight, m: int) -> np.ndarray:
     "Weighted split-conformal quantile with the test mass at +inf, broadcast to (m,)."
     if level >= 1.0:                     # alpha* = 0: the quantile is the +inf atom
@@ -557,16 +536,6 @@ def fit_localizer(train_X: list, # K arrays (n_k, d) of covariates (one per agen
 def _agents(scores, weights) -> list:
     return [AgentCalibration(s, w) for s, w in zip(scores, weights)]
 
-def _oneshot_level(alpha: float, delta: float | None, n1: int) -> float:
-    "beta_breve = 1 - r/n_1, r = the rank of agent 1's CP quantile for the guarantee (proposed default of 03, issue 8)."
-    a = alpha if delta is None else ccc_alpha(alpha, delta, n1)
-    r = int(np.ceil((1.0 - a) * (n1 + 1) - 1e-9))
-    if r > n1:        # CP's set is the whole line: agent 1 alone cannot certify; its largest score is the best it has
-        warnings.warn(f"osPFWCP: n_1={n1} test-agent points cannot certify the guarantee alone; beta_breve = "
-                      f"1/(n_1+1) (the largest score).", stacklevel=3)
-        return 1.0 / (n1 + 1)
-    return 1.0 - r / n1
-
 def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
           seed=0) -> np.ndarray:
     "PFWCP (Procedure 1 + weighted quantile of weighted local quantiles), via `pfwcp_nb.pfwcp.PFWCP`."
@@ -576,10 +545,9 @@ def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, en
 
 def ospfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
             seed=0) -> np.ndarray:
-    "osPFWCP (one quantile per agent at `_oneshot_level`, per-test tau), via `pfwcp_nb.oneshot.OneShotPFWCP`."
+    "osPFWCP (one quantile per agent at the default `oneshot_level`, per-test tau), via `pfwcp_nb.oneshot.OneShotPFWCP`."
     alpha, delta = _check_call(alpha, delta, engine)
-    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights),
-                                                                          beta_breve=_oneshot_level(alpha, delta, draw.n[0]))
+    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights))
     return est.threshold(draw.test_weights)
 
 def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
@@ -587,9 +555,8 @@ def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *
     "osPFWGLCP: osPFWCP on the localized scores, thresholds mapped back with `draw.loc_inverse`."
     alpha, delta = _check_call(alpha, delta, engine)
     _need_loc(draw, "osPFWGLCP")
-    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(
-        _agents(draw.loc_cal_scores, draw.loc_cal_weights),
-        beta_breve=_oneshot_level(alpha, delta, draw.loc_cal_scores[0].size))
+    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(    # n_1: the localized test agent's size
+        _agents(draw.loc_cal_scores, draw.loc_cal_weights))
     q = est.threshold(draw.loc_test_weights)
     return _from_localized(draw, q, np.isfinite(q) & (q < 1.0))
 

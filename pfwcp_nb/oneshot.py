@@ -10,12 +10,13 @@ import numpy as np
 from .quantiles import quantile_of_quantiles
 from .coverage import coverage_objective, aggregation_weights, largest_feasible_tau, MAX_EXACT_K
 from .procedure import (select_quantiles, QuantileChoice, FEAS_TOL, TIE_TOL, _check_unit, _check_engine,
-                                _check_agg_weights)
+                                _check_agg_weights, ccc_alpha)
 from .pfwcp import (AgentCalibration, AgentSummary, OneShotMessage, _ThresholdPredictor, _as_test_weights,
                              _check_agents)
 
 # %% auto #0
-__all__ = ['local_levels', 'oneshot_tau_grid', 'select_tau_rows', 'OneShotSelection', 'OneShotPFWCP']
+__all__ = ['BETA_BREVE_RULES', 'local_levels', 'oneshot_tau_grid', 'select_tau_rows', 'oneshot_level', 'OneShotSelection',
+           'OneShotPFWCP']
 
 # %% ../nbs/03_oneshot.ipynb #6152085e
 def local_levels(messages, # one OneShotMessage per agent (K,)
@@ -59,6 +60,28 @@ def select_tau_rows(objective, # (m, T) objective per test point and tau
     first = np.argmax(cand, axis=1)                                     # smallest tied tau (infeasible rows)
     return np.where(ok, last, first), ok
 
+# %% ../nbs/03_oneshot.ipynb #d337274c
+BETA_BREVE_RULES = ("cp-rank", "procedure1")   # OneShotPFWCP's rules for the default beta_breve
+
+def oneshot_level(alpha: float, # miscoverage level
+                  delta: float | None, # None -> marginal coverage (MC); else the CCC level
+                  n1: int, # calibration points of the test agent (agent 0, weights 1): its `AgentSummary.n`
+                 ) -> float: # beta_breve in (0, 1)
+    "osPFWCP's default one-shot level `1 - r_1/n_1`, r_1 = the rank of the test agent's split-conformal quantile for the guarantee."
+    alpha = _check_unit(alpha, "alpha")
+    try:
+        n = int(n1)
+    except (TypeError, ValueError):
+        n = None
+    if n is None or n != n1 or n < 1:
+        raise ValueError(f"`n1` must be a positive integer (the test agent's number of calibration points), got {n1!r}.")
+    a = alpha if delta is None else ccc_alpha(alpha, delta, n)     # CP's level (CCC: Beta-adjusted, notebook 02)
+    r = int(np.ceil((1.0 - a) * (n + 1) - 1e-9))                  # CP's rank, as `cp` in 07_baselines
+    if r > n:                                                      # CP's set is the whole line
+        warnings.warn(f"oneshot_level: n_1={n} test-agent points cannot certify the guarantee alone (split conformal "
+                      f"needs rank {r} > n_1); beta_breve = 1/(n_1+1), the test agent's largest score.", stacklevel=2)
+    return 1.0 / (n + 1) if r >= n else 1.0 - r / n                # r = n_1: the largest score, at a level in (0, 1)
+
 # %% ../nbs/03_oneshot.ipynb #998fc72a
 @dataclass(frozen=True, eq=False)
 class OneShotSelection:
@@ -77,7 +100,8 @@ class OneShotPFWCP(_ThresholdPredictor):
                  *,
                  engine: str = "exact", # "exact" or "mc" (the paper)
                  n_rep: int | None = None, # MC repetitions (engine "mc"); default 2000 (MC) / 4000 (CCC)
-                 grid: tuple | None = None, # (betas, taus) for the default beta_breve (Procedure 1); paper grid
+                 beta_breve_rule: str = "cp-rank", # default beta_breve: "cp-rank" (`oneshot_level`) or "procedure1" (beta*)
+                 grid: tuple | None = None, # (betas, taus) of Procedure 1 (rule "procedure1" only); default the paper's grid
                  agg_weights=None, # aggregation weights (K,); default n_eff / sum n_eff
                  n_steps: int = 50, # steps of the tau grid
                  on_infeasible: str = "max", # "max": most conservative tau of the grid; "inf": threshold +inf
@@ -89,28 +113,37 @@ class OneShotPFWCP(_ThresholdPredictor):
         self.engine, self.n_rep = _check_engine(engine, n_rep, self.criterion)
         if on_infeasible not in ("max", "inf"):
             raise ValueError(f"`on_infeasible` must be 'max' or 'inf', got {on_infeasible!r}.")
+        if beta_breve_rule not in BETA_BREVE_RULES:
+            raise ValueError(f"`beta_breve_rule` must be one of {BETA_BREVE_RULES}, got {beta_breve_rule!r}.")
+        if grid is not None and beta_breve_rule != "procedure1":
+            raise ValueError("`grid` is Procedure 1's search grid, used only with beta_breve_rule='procedure1'; "
+                             "drop `grid` or pass beta_breve_rule='procedure1'.")
+        self.beta_breve_rule = beta_breve_rule
         self.grid, self.agg_weights, self.n_steps, self.on_infeasible = grid, agg_weights, n_steps, on_infeasible
         self.rng = np.random.default_rng(seed)
         self._plan_n_eff = None                              # n_eff of the last `plan` (server side)
 
-    def _plan(self, n_eff, beta_breve):
-        if beta_breve is None:
-            self.beta_choice_: QuantileChoice | None = select_quantiles(
+    def _plan(self, n_eff, n1, beta_breve):
+        self.beta_choice_: QuantileChoice | None = None
+        if beta_breve is None and self.beta_breve_rule == "procedure1":
+            self.beta_choice_ = select_quantiles(
                 n_eff, self.alpha, self.delta, engine=self.engine, n_rep=self.n_rep, grid=self.grid,
                 weights=self.agg_weights, seed=self.rng)
             beta_breve, w = self.beta_choice_.beta, self.beta_choice_.weights
         else:
-            self.beta_choice_ = None
+            if beta_breve is None:                           # "cp-rank": from n_1, alpha and delta alone
+                beta_breve = oneshot_level(self.alpha, self.delta, n1)
             w = aggregation_weights(n_eff) if self.agg_weights is None else _check_agg_weights(self.agg_weights, n_eff.size)
         self.beta_breve_, self.agg_weights_, self._plan_n_eff = _check_unit(beta_breve, "beta_breve"), w, n_eff
         return self.beta_breve_
 
     def plan(self,
              summaries, # one AgentSummary per agent (agent 0 = test agent)
-             beta_breve: float | None = None, # one-shot local level; None -> beta* of Procedure 1
+             beta_breve: float | None = None, # one-shot local level; None -> `beta_breve_rule`
             ) -> float: # the level to ask every agent's `oneshot_message` for
-        "Server side, before the one-shot round: the level beta_breve, from the agents' n_eff alone."
-        return self._plan(np.array([s.n_eff for s in _check_agents(summaries, (AgentSummary,))]), beta_breve)
+        "Server side, before the one-shot round: the level beta_breve, from the summaries (n_1 of agent 0; n_eff)."
+        summaries = _check_agents(summaries, (AgentSummary,))
+        return self._plan(np.array([s.n_eff for s in summaries]), summaries[0].n, beta_breve)
 
     def calibrate(self,
                   agents, # AgentCalibration objects (in process) or their OneShotMessages (server side); agent 0 = test agent
@@ -124,7 +157,7 @@ class OneShotPFWCP(_ThresholdPredictor):
         else:                                                # server side: `plan(summaries)` came first, or no plan
             n_eff, levels = np.array([m.n_eff for m in agents]), sorted({m.beta_breve for m in agents})
             if beta_breve is not None or not (self._plan_n_eff is not None and np.array_equal(self._plan_n_eff, n_eff)):
-                self._plan(n_eff, levels[0] if beta_breve is None else beta_breve)
+                self._plan(n_eff, None, levels[0] if beta_breve is None else beta_breve)
         if sorted({m.beta_breve for m in agents}) != [self.beta_breve_]:
             raise ValueError(f"the OneShotMessages were computed at beta_breve {sorted({m.beta_breve for m in agents})}, "
                              f"not at {self.beta_breve_}: ask every agent for `oneshot_message(plan(summaries))`.")
@@ -168,5 +201,6 @@ class OneShotPFWCP(_ThresholdPredictor):
         return q
 
     def __repr__(self):
-        s = f"OneShotPFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r})"
+        s = (f"OneShotPFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, "
+             f"beta_breve_rule={self.beta_breve_rule!r})")
         return s + (f" calibrated: beta_breve={self.beta_breve_:.4f}, {self.taus_.size} taus" if hasattr(self, "messages_") else "")

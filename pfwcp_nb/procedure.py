@@ -7,11 +7,13 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 import numpy as np
+from scipy import optimize, stats
 from .quantiles import WQ_TOL
 from .coverage import coverage_objective, aggregation_weights, MAX_EXACT_K
 
 # %% auto #0
-__all__ = ['FEAS_TOL', 'TIE_TOL', 'paper_grid', 'select_cell', 'aggregate_level', 'QuantileChoice', 'select_quantiles']
+__all__ = ['FEAS_TOL', 'TIE_TOL', 'paper_grid', 'select_cell', 'aggregate_level', 'QuantileChoice', 'select_quantiles',
+           'ccc_alpha']
 
 # %% ../nbs/02_procedure.ipynb #3ccc5acd
 def _check_unit(x, name: str) -> float:
@@ -180,3 +182,26 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
     return QuantileChoice(beta=float(betas[r]), tau=float(taus[t]), value=float(obj[r, t]), feasible=feasible,
                           criterion=criterion, engine=used, objective=obj, grid=(betas, taus), target=target,
                           weights=w, n_rep=None if used == "exact" else n_rep)
+
+# %% ../nbs/02_procedure.ipynb #3edfb62d
+def ccc_alpha(alpha: float, # target miscoverage
+              delta: float, # CCC level
+              n: float, # number of calibration scores (n_1, or sum n_k for pooled methods)
+             ) -> float: # alpha* in (0, 1), or 0.0 when no alpha' qualifies (the set is then everything)
+    "Largest alpha' with F_Beta(1-alpha; (1-alpha')(n+1), alpha'(n+1)) <= delta."
+    alpha, delta = _check_unit(alpha, "alpha"), _check_unit(delta, "delta")
+    if not (np.isfinite(n) and n > 0):
+        raise ValueError(f"`n` must be a positive number of calibration scores, got {n}.")
+    f = lambda a: stats.beta.cdf(1.0 - alpha, (1.0 - a) * (n + 1), a * (n + 1)) - delta
+    lo, hi = 1e-12, 1.0 - 1e-12
+    if f(lo) > 0:
+        return 0.0
+    if f(hi) <= 0:
+        return hi
+    r = optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)
+    for _ in range(1000):
+        if f(r) <= 0:
+            break
+        r = np.nextafter(r, 0.0)
+    return float(r)
+

@@ -7,12 +7,13 @@ from scipy import stats
 from hypothesis import given, settings, strategies as st
 
 from pfwcp_nb.baselines import (CalibrationDraw, METHODS, ORACLE_METHODS, WEIGHTED_METHODS, get_method, run_method,
-                                ccc_alpha, qq_grid, qq_choice, cp, fcp, fcp_qq, fwcp, fwcp_qq, fglcp, pfwcp, ospfwcp,
+                                qq_grid, qq_choice, cp, fcp, fcp_qq, fwcp, fwcp_qq, fglcp, pfwcp, ospfwcp,
                                 ospfwglcp, Localizer, FoldedNormalSampler, localized_fields, fit_localizer,
-                                oracle_fwcp_weights, fwcp_fields, toy_draw, _platt_fit, _oneshot_level)
+                                oracle_fwcp_weights, fwcp_fields, toy_draw, _platt_fit)
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.pfwcp import AgentCalibration, PFWCP
-from pfwcp_nb.oneshot import OneShotPFWCP
+from pfwcp_nb.oneshot import OneShotPFWCP, oneshot_level
+from pfwcp_nb.procedure import ccc_alpha
 
 PAPER_NAMES = ["CP", "FCP", "FCP-QQ", "FWCP", "FWCP-QQ", "FGLCP", "PFWCP", "osPFWCP", "osPFWGLCP"]
 
@@ -58,20 +59,6 @@ def test_every_method_returns_thresholds(draw, name, delta):
 def test_ccc_variants_are_not_smaller_for_pooled_and_local_methods(draw):
     for name in ["CP", "FCP", "FWCP", "FGLCP"]:
         assert np.all(run_method(draw, name, 0.1, 0.1) >= run_method(draw, name, 0.1) - 1e-12), name
-
-
-# ---------------------------------------------------------------- CCC adjustment
-@pytest.mark.parametrize("n,alpha,delta", [(100, 0.1, 0.1), (1100, 0.1, 0.1), (9, 0.2, 0.3), (50, 0.05, 0.2)])
-def test_ccc_alpha_is_the_largest_root(n, alpha, delta):
-    a = ccc_alpha(alpha, delta, n)
-    F = lambda x: stats.beta.cdf(1 - alpha, (1 - x) * (n + 1), x * (n + 1))
-    assert 0 < a < alpha
-    assert F(a) <= delta < F(a * (1 + 1e-8))
-
-
-def test_ccc_alpha_grows_with_n():
-    a = [ccc_alpha(0.1, 0.1, n) for n in (20, 100, 1000, 10000)]
-    assert np.all(np.diff(a) > 0) and a[-1] < 0.1
 
 
 # ---------------------------------------------------------------- CP / FCP by hand
@@ -262,35 +249,26 @@ def test_wrappers_call_the_estimators(draw):
             warnings.simplefilter("ignore")
             np.testing.assert_array_equal(
                 ospfwcp(draw, 0.1, delta),
-                OneShotPFWCP(0.1, delta, seed=0).calibrate(agents, beta_breve=_oneshot_level(0.1, delta, 100))
-                .threshold(draw.test_weights))
+                OneShotPFWCP(0.1, delta, seed=0).calibrate(agents).threshold(draw.test_weights))
 
 
 # ---------------------------------------------------------------- CCC variants vs MC variants (issue 8, item 3)
-def test_oneshot_level_is_the_test_agents_cp_rank():
-    "beta_breve = 1 - r/n_1 with r CP's rank: MC ceil(0.9 * 101) = 91, CCC from alpha*; tiny n_1 warns and takes the max."
-    assert _oneshot_level(0.1, None, 100) == pytest.approx(0.09)
-    r = int(np.ceil((1 - ccc_alpha(0.1, 0.1, 100)) * 101 - 1e-9))
-    assert _oneshot_level(0.1, 0.1, 100) == pytest.approx(1 - r / 100) == pytest.approx(0.05)
-    assert stats.beta.sf(0.9, r, 101 - r) >= 0.9 > stats.beta.sf(0.9, r - 1, 102 - r)   # CCC by itself, r minimal
-    with pytest.warns(UserWarning, match="cannot certify"):
-        assert _oneshot_level(0.1, 0.1, 20) == pytest.approx(1 / 21)
-
-
 @pytest.mark.parametrize("delta", [None, 0.1])
 @pytest.mark.parametrize("localized", [False, True])
 def test_oneshot_rule_leaves_no_infeasible_test_point(delta, localized):
-    "tau = 0 meets the criterion through agent 1 alone, whatever the other agents' test weights."
+    "The wrappers' level (the estimator default, n_1 of the raw or localized test agent): no infeasible test point."
     d = toy_draw(0, m=60)
     sc, cw, tw = ((d.loc_cal_scores, d.loc_cal_weights, d.loc_test_weights) if localized
                   else (d.cal_scores, d.cal_weights, d.test_weights))
     ag = [AgentCalibration(s, w) for s, w in zip(sc, cw)]
     big = tw.copy(); big[:, 1:] *= 1e3
-    est = OneShotPFWCP(0.1, delta).calibrate(ag, beta_breve=_oneshot_level(0.1, delta, sc[0].size))
+    est = OneShotPFWCP(0.1, delta).calibrate(ag)
+    assert est.beta_breve_ == oneshot_level(0.1, delta, sc[0].size)
     assert est.select(tw).feasible.all() and est.select(big).feasible.all()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert not OneShotPFWCP(0.1, delta).calibrate(ag).select(big).feasible.any()   # the old default
+        old = OneShotPFWCP(0.1, delta, beta_breve_rule="procedure1").calibrate(ag)
+        assert not old.select(big).feasible.any()                                     # the old default
 
 
 @pytest.mark.parametrize("name", ["osPFWCP", "osPFWGLCP"])
@@ -306,12 +284,12 @@ def test_oneshot_ccc_covers_at_least_mc_on_toy_draws(name):
 
 @pytest.mark.parametrize("seed", [0, 5])
 def test_guarantee_dependent_beta_breve_was_the_defect(seed):
-    "Regression: with Procedure 1's beta* per guarantee (the estimator default) CCC thresholds fall below MC ones."
+    "Regression: with Procedure 1's beta* per guarantee (the former default) CCC thresholds fall below MC ones."
     d = toy_draw(seed, m=100)
     ag = [AgentCalibration(s, w) for s, w in zip(d.cal_scores, d.cal_weights)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = {g: OneShotPFWCP(0.1, g).calibrate(ag) for g in (None, 0.1)}
+        est = {g: OneShotPFWCP(0.1, g, beta_breve_rule="procedure1").calibrate(ag) for g in (None, 0.1)}
         thr = {g: e.threshold(d.test_weights) for g, e in est.items()}
     assert est[0.1].beta_breve_ > est[None].beta_breve_        # the CCC optimum of Procedure 1 has the larger beta
     assert np.any(thr[0.1] < thr[None])

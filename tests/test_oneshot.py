@@ -7,9 +7,11 @@ import pytest
 from scipy import stats
 
 from pfwcp_nb.coverage import coverage_objective
-from pfwcp_nb.oneshot import OneShotPFWCP, local_levels, oneshot_tau_grid, select_tau_rows
+from hypothesis import given, settings, strategies as st
+
+from pfwcp_nb.oneshot import OneShotPFWCP, local_levels, oneshot_level, oneshot_tau_grid, select_tau_rows
 from pfwcp_nb.pfwcp import AgentCalibration, AgentSummary, OneShotMessage
-from pfwcp_nb.procedure import FEAS_TOL, select_quantiles
+from pfwcp_nb.procedure import FEAS_TOL, ccc_alpha, select_quantiles
 from pfwcp_nb.quantiles import quantile_of_quantiles, weighted_quantile
 
 
@@ -109,9 +111,9 @@ def test_single_agent_ccc_matches_beta_tail():
     assert model.threshold(np.ones((1, 1)))[0] == weighted_quantile(s, np.ones(300), 0.95)
 
 
-def test_default_beta_breve_is_procedure_1_and_infeasible_handling():
+def test_procedure1_rule_is_beta_star_and_infeasible_handling():
     agents = make_agents()
-    model = OneShotPFWCP(0.1).calibrate(agents)
+    model = OneShotPFWCP(0.1, beta_breve_rule="procedure1").calibrate(agents)
     ch = select_quantiles([a.summary().n_eff for a in agents], 0.1)
     assert model.beta_breve_ == ch.beta and model.beta_choice_.tau == ch.tau
     # huge test weights push beta^k to ~1 for agents 1..K-1: no tau is feasible
@@ -119,9 +121,99 @@ def test_default_beta_breve_is_procedure_1_and_infeasible_handling():
     with pytest.warns(UserWarning, match="no feasible tau"):
         q = model.threshold(TW)
     np.testing.assert_array_equal(q, np.full(3, model.tau_thresholds_[0]))
-    strict = OneShotPFWCP(0.1, on_infeasible="inf").calibrate(agents)
+    strict = OneShotPFWCP(0.1, beta_breve_rule="procedure1", on_infeasible="inf").calibrate(agents)
     with pytest.warns(UserWarning, match="no feasible tau"):
         assert np.isinf(strict.threshold(TW)).all()
+
+
+@pytest.mark.parametrize("delta", [None, 0.1])
+def test_default_rule_is_cp_rank(delta):
+    agents = make_agents()                                   # n_1 = 80
+    model = OneShotPFWCP(0.1, delta).calibrate(agents)
+    assert model.beta_breve_rule == "cp-rank" and model.beta_choice_ is None
+    assert model.beta_breve_ == oneshot_level(0.1, delta, 80)
+    assert model.plan([a.summary() for a in agents]) == model.beta_breve_
+    # the old rule is still reproducible, and it is a different level here
+    old = OneShotPFWCP(0.1, delta, beta_breve_rule="procedure1").calibrate(agents)
+    assert old.beta_breve_ == select_quantiles([a.summary().n_eff for a in agents], 0.1, delta).beta != model.beta_breve_
+    # the test agent's one-shot quantile is its CP threshold at the guarantee
+    s0 = np.sort(agents[0]._scores)
+    a = 0.1 if delta is None else ccc_alpha(0.1, delta, 80)
+    assert model.messages_[0].quantile == s0[int(np.ceil((1 - a) * 81 - 1e-9)) - 1]
+    # huge test weights for every other agent: still feasible at every test point (tau = 0 through agent 1 alone)
+    TW = np.column_stack([np.ones(3), np.full((3, 4), 1e9)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        q = model.threshold(TW)
+    assert model.select(TW).feasible.all() and np.all(q >= model.messages_[0].quantile)
+
+
+def test_oneshot_level_values_and_fallback():
+    assert oneshot_level(0.1, None, 100) == pytest.approx(0.09, abs=1e-12)          # r_1 = ceil(0.9 * 101) = 91
+    assert oneshot_level(0.1, 0.1, 100) == pytest.approx(0.05, abs=1e-12)           # r_1 = 95 (alpha* = 0.0669)
+    assert stats.beta.sf(0.9, 95, 6) >= 0.9 > stats.beta.sf(0.9, 94, 7)               # 95 is the smallest CCC rank
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert oneshot_level(0.1, None, 9) == pytest.approx(1 / 10)                 # r_1 = n_1 = 9: the largest score
+    with pytest.warns(UserWarning, match="cannot certify"):
+        assert oneshot_level(0.1, 0.1, 20) == pytest.approx(1 / 21)                 # r_1 = 21 > n_1
+    with pytest.warns(UserWarning, match="cannot certify"):
+        model = OneShotPFWCP(0.1, 0.1).calibrate([AgentCalibration(np.arange(20.0)), AgentCalibration(np.arange(30.0))])
+    assert model.messages_[0].quantile == 19.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(n1=st.integers(1, 500), alpha=st.sampled_from([0.05, 0.1, 0.2]), delta=st.sampled_from([None, 0.05, 0.1]))
+def test_oneshot_level_is_the_smallest_certifying_rank(n1, alpha, delta):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bb = oneshot_level(alpha, delta, n1)
+    assert 0 < bb < 1
+    s = np.random.default_rng(n1).normal(size=n1)
+    r = int(np.sum(s <= AgentCalibration(s).oneshot_message(bb).quantile))          # rank of the test agent's quantile
+    ok = (lambda r: r / (n1 + 1) >= 1 - alpha) if delta is None else \
+         (lambda r: stats.beta.sf(1 - alpha, r, n1 + 1 - r) >= 1 - delta)
+    if ok(n1):
+        assert ok(r) and (r == 1 or not ok(r - 1))
+    else:
+        assert r == n1 and bb == pytest.approx(1 / (n1 + 1))
+
+
+def random_federation(seed, m=30):
+    rng = np.random.default_rng(seed)
+    K = int(rng.integers(1, 9))
+    agents = [AgentCalibration(rng.gamma(2.0, size=int(rng.integers(25, 150))))]
+    for k in range(1, K):
+        nk = int(rng.integers(10, 150))
+        agents.append(AgentCalibration(rng.gamma(2.0, size=nk) * rng.uniform(0.5, 2.0),
+                                       rng.lognormal(0, rng.uniform(0.2, 1.5), size=nk)))
+    tw = rng.lognormal(0, 1.5, size=(m, K)); tw[:, 0] = 1.0; tw[:5, 1:] *= 1e4
+    return agents, tw
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cp_rank_no_infeasible_point_and_ccc_table_above_mc(seed):
+    agents, tw = random_federation(seed)
+    model = {d: OneShotPFWCP(0.1, d).calibrate(agents) for d in (None, 0.1)}
+    for d, mo in model.items():
+        assert mo.select(tw).feasible.all(), d
+    # CCC's level is the lower one, so each agent's one-shot quantile, and the threshold at every tau, is at least MC's
+    assert model[0.1].beta_breve_ < model[None].beta_breve_
+    np.testing.assert_array_equal(model[0.1].taus_, model[None].taus_)
+    assert np.all(model[0.1].tau_thresholds_ >= model[None].tau_thresholds_)
+    # at tau = 0 (the floor of both searches) CCC >= MC; per test point the CCC search may pick a larger tau
+    assert model[0.1].tau_thresholds_[0] >= model[None].tau_thresholds_[0]
+
+
+def test_cp_rank_ccc_thresholds_above_mc_on_average():
+    "Seeded random federations: the CCC thresholds' mean is at least the MC thresholds' mean on every draw."
+    n_points_below = 0
+    for seed in range(12):
+        agents, tw = random_federation(seed, m=40)
+        q = {d: OneShotPFWCP(0.1, d).calibrate(agents).threshold(tw) for d in (None, 0.1)}
+        assert q[0.1].mean() >= q[None].mean(), seed
+        n_points_below += int(np.sum(q[0.1] < q[None]))
+    assert n_points_below < 0.2 * 12 * 40       # the per-point ordering is not exact, but it holds for most points
 
 
 def test_singular_beta_density_is_accurate():
@@ -161,6 +253,11 @@ def test_mc_engine_runs_and_is_reproducible():
     (lambda: OneShotPFWCP(0.1, delta=0.0), "delta"),
     (lambda: OneShotPFWCP(0.1, engine="quick"), "engine"),
     (lambda: OneShotPFWCP(0.1, on_infeasible="zero"), "on_infeasible"),
+    (lambda: OneShotPFWCP(0.1, beta_breve_rule="beta*"), "beta_breve_rule"),
+    (lambda: OneShotPFWCP(0.1, grid=([0.1], [0.0])), "grid"),
+    (lambda: oneshot_level(0.1, None, 0), "n1"),
+    (lambda: oneshot_level(0.1, None, 12.5), "n1"),
+    (lambda: oneshot_level(0.1, 1.0, 100), "delta"),
     (lambda: OneShotPFWCP(0.1).calibrate([]), "agents"),
     (lambda: OneShotPFWCP(0.1).calibrate(make_agents(), beta_breve=1.5), "beta_breve"),
     (lambda: OneShotPFWCP(0.1, agg_weights=[1.0, 2.0]).calibrate(make_agents(), beta_breve=0.2), "weights"),
@@ -207,21 +304,23 @@ def wire(msg):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("delta", [None, 0.1])
-def test_calibrate_from_messages_equals_agents(seed, delta):
+@pytest.mark.parametrize("rule", ["cp-rank", "procedure1"])
+def test_calibrate_from_messages_equals_agents(seed, delta, rule):
     rng = np.random.default_rng(seed)
     agents = make_agents(K=int(rng.integers(1, 7)), n=int(rng.integers(20, 90)), seed=seed)
     K = len(agents)
     tw = rng.lognormal(0, 1.5, size=(60, K)); tw[:, 0] = 1.0; tw[:5, 1:] *= 1e4
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = OneShotPFWCP(0.1, delta).calibrate(agents)
-        server = OneShotPFWCP(0.1, delta)
+        ref = OneShotPFWCP(0.1, delta, beta_breve_rule=rule).calibrate(agents)
+        server = OneShotPFWCP(0.1, delta, beta_breve_rule=rule)
         level = server.plan([wire(a.summary()) for a in agents])
         server.calibrate([wire(a.oneshot_message(level)) for a in agents])
         np.testing.assert_array_equal(server.threshold(tw), ref.threshold(tw))
-        assert server.beta_choice_.beta == ref.beta_choice_.beta
+        assert server.beta_breve_ == ref.beta_breve_ == level
+        assert (server.beta_choice_ is None) == (rule == "cp-rank")
         # no plan: the messages' own level, same thresholds
-        bare = OneShotPFWCP(0.1, delta).calibrate(ref.messages_)
+        bare = OneShotPFWCP(0.1, delta, beta_breve_rule=rule).calibrate(ref.messages_)
         assert bare.beta_choice_ is None
         np.testing.assert_array_equal(bare.threshold(tw), ref.threshold(tw))
 
@@ -229,8 +328,8 @@ def test_calibrate_from_messages_equals_agents(seed, delta):
 def test_calibrate_from_messages_mc_engine_same_rng_path():
     agents = make_agents(K=4, seed=3)
     tw = np.random.default_rng(3).lognormal(size=(30, 4)); tw[:, 0] = 1
-    ref = OneShotPFWCP(0.1, engine="mc", n_rep=300, seed=5).calibrate(agents)
-    server = OneShotPFWCP(0.1, engine="mc", n_rep=300, seed=5)
+    ref = OneShotPFWCP(0.1, engine="mc", n_rep=300, seed=5, beta_breve_rule="procedure1").calibrate(agents)
+    server = OneShotPFWCP(0.1, engine="mc", n_rep=300, seed=5, beta_breve_rule="procedure1")
     level = server.plan([a.summary() for a in agents])
     server.calibrate([a.oneshot_message(level) for a in agents])
     with warnings.catch_warnings():

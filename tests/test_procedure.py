@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from pfwcp_nb.procedure import (FEAS_TOL, TIE_TOL, QuantileChoice, aggregate_level, paper_grid, select_cell,
+from pfwcp_nb.procedure import (FEAS_TOL, TIE_TOL, QuantileChoice, aggregate_level, ccc_alpha, paper_grid, select_cell,
                                 select_quantiles)
 from pfwcp_nb.quantiles import quantile_of_quantiles
 
@@ -176,3 +176,25 @@ def test_exact_objective_memo_gives_the_fresh_result():
     for i in range(P._EXACT_MEMO_SIZE + 5):                 # bounded
         P.select_quantiles(n + i, 0.1, 0.1)
     assert len(P._EXACT_MEMO) <= P._EXACT_MEMO_SIZE
+
+
+# ---------------------------------------------------------------- CCC adjustment of split conformal (S4)
+@pytest.mark.parametrize("n,alpha,delta", [(100, 0.1, 0.1), (1100, 0.1, 0.1), (9, 0.2, 0.3), (50, 0.05, 0.2)])
+def test_ccc_alpha_is_the_largest_root(n, alpha, delta):
+    a = ccc_alpha(alpha, delta, n)
+    F = lambda x: stats.beta.cdf(1 - alpha, (1 - x) * (n + 1), x * (n + 1))
+    assert 0 < a < alpha
+    assert F(a) <= delta < F(a * (1 + 1e-8))
+
+
+def test_ccc_alpha_grows_with_n():
+    a = [ccc_alpha(0.1, 0.1, n) for n in (20, 100, 1000, 10000)]
+    assert np.all(np.diff(a) > 0) and a[-1] < 0.1
+
+
+def test_ccc_alpha_bad_input_and_no_qualifying_level():
+    assert np.ceil((1 - ccc_alpha(0.1, 0.1, 5)) * 6 - 1e-9) == 6     # 5 points cannot certify: CP's rank is n + 1
+    for kw, match in [(dict(alpha=0.0, delta=0.1, n=10), "alpha"), (dict(alpha=0.1, delta=1.0, n=10), "delta"),
+                      (dict(alpha=0.1, delta=0.1, n=0), "`n`"), (dict(alpha=0.1, delta=0.1, n=np.inf), "`n`")]:
+        with pytest.raises(ValueError, match=match):
+            ccc_alpha(**kw)
