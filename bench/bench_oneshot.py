@@ -71,7 +71,7 @@ def search_inputs(args):
     out = []
     for s in range(args.draws):
         agents, TW = gaussian_shift(args.seed + s, m=args.m)
-        ex = OneShotPFWCP(0.1).calibrate(agents)
+        ex = OneShotPFWCP(0.1, beta_breve_rule="procedure1").calibrate(agents)
         out.append((f"S3 severe, draw {s}", local_levels(ex.messages_, TW), ex.n_eff_, ex.taus_, 0.9 - FEAS_TOL,
                     ex.agg_weights_))
     rng = np.random.default_rng(args.seed)
@@ -111,8 +111,8 @@ def compare_engines(args):
     from pfwcp_nb import procedure
     for crit, delta in (("MC", None), ("CCC", 0.1)):
         procedure._EXACT_MEMO.clear()                           # time Procedure 1, not its memoised table
-        ex, t_cal_ex = cpu(lambda: OneShotPFWCP(0.1, delta).calibrate(agents))
-        _, t_cal_mc = cpu(lambda: OneShotPFWCP(0.1, delta, engine="mc", seed=args.seed).calibrate(agents))
+        ex, t_cal_ex = cpu(lambda: OneShotPFWCP(0.1, delta, beta_breve_rule="procedure1").calibrate(agents))
+        _, t_cal_mc = cpu(lambda: OneShotPFWCP(0.1, delta, engine="mc", seed=args.seed, beta_breve_rule="procedure1").calibrate(agents))
         mc = OneShotPFWCP(0.1, delta, engine="mc", n_rep=args.n_rep, seed=args.seed).calibrate(
             agents, beta_breve=ex.beta_breve_)                  # same beta_breve: compare the tau search only
         s_ex, t_ex = cpu(lambda: ex.select(TW))

@@ -20,7 +20,8 @@ import argparse, os, sys, time, warnings
 import numpy as np
 import pandas as pd
 from pfwcp_nb import experiments as E
-from pfwcp_nb.baselines import qq_choice, _agents, _from_localized, run_method, _oneshot_level
+from pfwcp_nb.baselines import qq_choice, _agents, _from_localized, run_method
+from pfwcp_nb.oneshot import oneshot_level
 from pfwcp_nb.quantiles import weighted_quantile
 from pfwcp_nb.oneshot import OneShotPFWCP
 
@@ -49,7 +50,7 @@ def fwcp_qq_row(d):
 
 RULES = {"default": lambda dl, n1: None,                      # Procedure 1's beta* of the guarantee (estimator default)
          "alpha": lambda dl, n1: ALPHA,                      # one level for both guarantees
-         "cp": lambda dl, n1: _oneshot_level(ALPHA, dl, n1)}  # the rule of 07's wrappers (test agent's CP rank)
+         "cp": lambda dl, n1: oneshot_level(ALPHA, dl, n1)}  # the default rule of 03 (test agent's CP rank)
 
 def oneshot_row(d, localized: bool, rules=("default", "alpha")):
     "osPFWCP (or osPFWGLCP): per-variant beta_breve, infeasible share, ordering of the thresholds; default and shared beta_breve."

@@ -4,13 +4,14 @@
 
 1. Procedure 1's (beta*, tau*) for MC and CCC on the first five crime draws (severe, seed 0, estimated weights).
 2. The proposed `oneshot_level` for 03 (smallest rank r whose Beta(r, n_1+1-r) meets the criterion) against 07's
-   `_oneshot_level` (built on CP's `ccc_alpha`), for n_1 = 5..400, alpha in {0.05, 0.1, 0.2}, delta in {MC, 0.05, 0.1}.
+   `pfwcp_nb.oneshot.oneshot_level` (built on CP's `ccc_alpha`), for n_1 = 5..400, alpha in {0.05, 0.1, 0.2}, delta in {MC, 0.05, 0.1}.
 """
 import os, warnings
 import numpy as np
 from scipy import stats
 from pfwcp_nb import experiments as E
-from pfwcp_nb.baselines import _agents, _oneshot_level
+from pfwcp_nb.baselines import _agents
+from pfwcp_nb.oneshot import oneshot_level as package_oneshot_level
 from pfwcp_nb.procedure import select_quantiles, FEAS_TOL
 
 def oneshot_level(n1, alpha, delta=None):
@@ -33,13 +34,19 @@ def main():
         a, b = select_quantiles(n_eff, 0.1, None), select_quantiles(n_eff, 0.1, 0.1)
         print(f"  draw {s}: n_eff {np.round(n_eff, 1).tolist()}  MC ({a.beta:.3f}, {a.tau:.3f})  "
               f"CCC ({b.beta:.3f}, {b.tau:.3f})")
-    bad, n = 0, 0
+    bad, rn, n = 0, 0, 0
     for alpha in (0.05, 0.1, 0.2):
         for delta in (None, 0.05, 0.1):
             for n1 in range(5, 401):
                 n += 1
-                bad += abs(oneshot_level(n1, alpha, delta) - _oneshot_level(alpha, delta, n1)) > 1e-12
-    print(f"2. oneshot_level vs 07's _oneshot_level: {bad} differences in {n} cases")
+                mine = oneshot_level(n1, alpha, delta)
+                if mine == 0.0:          # rank r = n_1: beta_breve 0 is not a level; the package uses 1/(n_1+1)
+                    rn += 1
+                    bad += abs(package_oneshot_level(alpha, delta, n1) - 1.0 / (n1 + 1)) > 1e-12
+                    continue
+                bad += abs(mine - package_oneshot_level(alpha, delta, n1)) > 1e-12
+    print(f"2. oneshot_level vs pfwcp_nb.oneshot.oneshot_level: {bad} differences in {n} cases "
+          f"({rn} cases with r = n_1, where the package returns 1/(n_1+1) instead of the invalid level 0)")
     print(f"   n_1 = 100, alpha = delta = 0.1: MC {oneshot_level(100, 0.1):.4f}, CCC {oneshot_level(100, 0.1, 0.1):.4f}")
 
 if __name__ == "__main__":

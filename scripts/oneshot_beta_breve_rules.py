@@ -23,7 +23,8 @@ import argparse, json, os, sys, time, warnings
 import numpy as np
 import pandas as pd
 from pfwcp_nb import experiments as E
-from pfwcp_nb.baselines import _agents, ccc_alpha
+from pfwcp_nb.baselines import _agents
+from pfwcp_nb.procedure import ccc_alpha
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.procedure import paper_grid, FEAS_TOL
 from pfwcp_nb.coverage import coverage_objective
