@@ -324,7 +324,7 @@ def fit_density_ratios(
     method: str = "pairwise",     # "pairwise" | "one_vs_rest" | "multiclass"
     *,
     seed: int = 0,
-    hparams: str = "calibrated",  # "calibrated": weight decay by federated CV log-loss + federated temperature; "paper": S3's fixed settings
+    hparams: str = "paper",  # "paper" (default): S3's fixed settings; "calibrated": weight decay by federated CV log-loss + federated temperature
     dataset: str | None = None,   # dataset name: sets `hidden` and `pca` as in the paper (see `ratio_settings`)
     hidden: int | None = None,    # hidden units (default 10, or the dataset's)
     pca: float | PCAProjection | None | str = "auto",  # PCA variance ratio, a fitted projection, or None ("auto": the dataset's)
@@ -424,7 +424,7 @@ def fit_fwcp_ratio(
     train_X: list[np.ndarray],    # K covariate arrays, agent 1 first
     *,
     seed: int = 0,
-    hparams: str = "calibrated",  # "calibrated": alpha by CV log-loss on the agents' own folds + temperature; "paper": fixed
+    hparams: str = "paper",  # "paper" (default): fixed; "calibrated": alpha by CV log-loss on the agents' own folds + temperature
     dataset: str | None = None,   # sets `hidden` / `pca` as for `fit_density_ratios`
     hidden: int | None = None,
     pca: float | PCAProjection | None | str = "auto",

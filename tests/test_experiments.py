@@ -422,11 +422,11 @@ def test_frozen_noise_rejects_other_samplers():
 
 def test_cache_keys_name_the_training_settings_and_ignore_the_device():
     cfg = E.RunConfig("gaussian")
-    old = E._stable_hash([11, 50, 100, "exact", {}])          # keys of the versions with paper-hparam ratios
+    old = E._stable_hash([11, 50, 100, "exact", {}])          # keys of earlier versions
     cur = E._stable_hash([11, 50, 100, "exact", E.DEFAULT_TRAIN_KW])
-    assert E.DEFAULT_TRAIN_KW["ratios"]["hparams"] == "calibrated"
-    assert cfg.cell_key("PFWCP", "mc", "estimated").endswith(cur)             # the calibrated default is in the key
-    assert not cfg.cell_key("PFWCP", "mc", "estimated").endswith(old)         # old (paper-hparam) cells never reused
+    assert E.DEFAULT_TRAIN_KW["ratios"]["hparams"] == "paper"
+    assert cfg.cell_key("PFWCP", "mc", "estimated").endswith(cur)             # the default hparams are in the key
+    assert not cfg.cell_key("PFWCP", "mc", "estimated").endswith(old)         # cells of earlier versions (no hparams in the key) are not reused
     assert E.RunConfig("airfoil").cell_key("FGLCP", "mc", "estimated").endswith(cur)    # pooled samples: no tag
     assert not cfg.cell_key("FGLCP", "mc", "estimated").endswith(cur)        # frozen noise: other numbers, new key
     cuda = E.RunConfig("gaussian", device="cuda")
