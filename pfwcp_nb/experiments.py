@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+import torch
 from tqdm.auto import tqdm
 
 from . import baselines
@@ -1523,7 +1524,7 @@ def _parser() -> argparse.ArgumentParser:
                         "in (0, 1) (default 0.1)")
     p.add_argument("--engine", default="exact", choices=("exact", "mc"),
                    help="coverage engine of Procedure 1 / the one-shot tau search (default exact)")
-    p.add_argument("--out", default="pfwcp_results", help="output directory (tables, CSV, figures, cache)")
+    p.add_argument("--out", default="pfwcp_results", help="output directory (tables, CSV, figures, cache; default pfwcp_results)")
     p.add_argument("--cache", default=None, help="cache directory (default OUT/cache)")
     p.add_argument("--data-dir", default=None, help="data directory (default $PFWCP_DATA_DIR, else ./data)")
     p.add_argument("--jobs", type=cli_positive_int, default=1,
@@ -1569,12 +1570,15 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("argument --jobs: a Ray cluster (--address) schedules by its own CPUs; leave --jobs out")
     if a.backend == "ray" and ray is None:
         p.error('argument --backend: ray is not installed; pip install "pfwcp_nb[flower]"')
+    if a.device == "cuda" and a.address in (None, "local") and not torch.cuda.is_available():
+        p.error("argument --device: CUDA is not available on this machine (torch.cuda.is_available() is "
+                "False); use --device cpu")
     for opt, path in (("--out", a.out), ("--cache", a.cache)):
         if path is not None and Path(path).exists() and not Path(path).is_dir():
             p.error(f"argument {opt}: {path!r} exists and is not a directory")
     return a
 
-#| export
+# %% ../nbs/08_experiments.ipynb #ce7b4cdc
 def main(argv: Sequence[str] | None = None) -> None:
     "Entry point of `pfwcp-experiments` (`argv`: the arguments, default `sys.argv[1:]`); returns None, i.e. exit status 0."
     cli_run(argv)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 from pfwcp_nb import demo, experiments
 
@@ -63,6 +64,13 @@ def test_experiments_bad_value_exits_2_with_usage(args, option, tmp_path):
     r = _run("pfwcp-experiments", args, tmp_path, timeout=60)
     _check_usage_error(r, "pfwcp-experiments", option)
     assert not (tmp_path / "pfwcp_results").exists()          # nothing ran
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA present: --device cuda is valid here")
+def test_experiments_device_cuda_without_cuda_exits_2(tmp_path):
+    r = _run("pfwcp-experiments", ["--device", "cuda", "--n-sims", "2", "--n-test", "10"], tmp_path, timeout=60)
+    _check_usage_error(r, "pfwcp-experiments", "--device")
+    assert "CUDA is not available" in r.stderr and not (tmp_path / "pfwcp_results").exists()
 
 
 DEMO_BAD = [(["--alpha", "1.5"], "--alpha"), (["--n-sims", "-1"], "--n-sims"), (["--n-test", "0"], "--n-test"),

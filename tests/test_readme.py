@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -55,8 +56,19 @@ def test_readme_test_command_works_from_the_clone_root_with_or_without_data():
     assert "\n" not in cmd
     steps = [s.strip() for s in cmd.split("&&")]
     assert steps.index("pip install torch==2.13.0") < steps.index('pip install -e ".[dev]"')
-    # an absolute default data path (nbdev_test runs notebooks from nbs/), the data flag from pfwcp-data
-    assert 'export PFWCP_DATA_DIR="${PFWCP_DATA_DIR:-$PWD/../shared/data}"' in steps
+    # the data path is made absolute (nbdev_test runs notebooks from nbs/): run that step with and without a
+    # relative PFWCP_DATA_DIR; the data flag comes from pfwcp-data
+    export = [s for s in steps if s.startswith("export PFWCP_DATA_DIR=")]
+    assert len(export) == 1
+    env = {k: v for k, v in os.environ.items() if k != "PFWCP_DATA_DIR"}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    with tempfile.TemporaryDirectory() as d:
+        d = os.path.realpath(d)
+        for given, want in ((None, os.path.join(os.path.dirname(d), "shared", "data")), ("rel/data", os.path.join(d, "rel", "data"))):
+            e = env if given is None else {**env, "PFWCP_DATA_DIR": given}
+            out = subprocess.run(["bash", "-c", export[0] + ' && printf %s "$PFWCP_DATA_DIR"'], cwd=d, env=e,
+                                 capture_output=True, text=True, check=True).stdout
+            assert out == want, (given, out)
     assert steps[-2:] == ['nbdev_test --n_workers 2 --timing --flags "$(pfwcp-data test-flags)"', "pytest tests -q"]
 
 
