@@ -169,15 +169,8 @@ def test_oracle_fwcp_weights_gaussian_against_densities():
     np.testing.assert_allclose(oracle_fwcp_weights(fed, X), p[0] / p[1:].mean(axis=0), rtol=1e-9)
 
 
-def test_oracle_fwcp_weights_tilting_against_pool_probabilities():
-    import os
-    from pfwcp_nb.data import data_path
-    try:
-        data_path("airfoil")
-    except FileNotFoundError:
-        if os.environ.get("PFWCP_REQUIRE_DATA") == "1":
-            raise
-        pytest.skip("airfoil data not available (set PFWCP_DATA_DIR)")
+def test_oracle_fwcp_weights_tilting_against_pool_probabilities(require_dataset):
+    require_dataset("airfoil")
     fed = make_federation("airfoil", "severe", K=4, seed=0)
     X, _, info = fed.sample(1, 15, 0, return_info=True)
     idx = info["index"]

@@ -2,7 +2,6 @@
 own markers and boldface, seeded integration runs of every method (gaussian and one real dataset), the CLI, and
 resumption after an interrupt."""
 import json
-import os
 import re
 from pathlib import Path
 
@@ -11,7 +10,6 @@ import pandas as pd
 import pytest
 
 from pfwcp_nb import experiments as E
-from pfwcp_nb.data import resolve_data_dir
 
 # ---------------------------------------------------------------- metrics
 
@@ -157,14 +155,6 @@ from pfwcp_nb import baselines
 FAST = {"predictor": {"epochs": 60}, "ratios": {"epochs": 60}, "localizer": {"epochs": 60}}
 SMALL = dict(n_sims=6, n_test=40, chunk_size=3, train_kw=FAST, progress=False)   # osPFWCP-MC is the slow cell
 
-def _data_dir_or_skip():
-    d = resolve_data_dir(os.environ.get("PFWCP_DATA_DIR") or "../shared/data")
-    if not (d / "airfoil_self_noise.dat").is_file():
-        if os.environ.get("PFWCP_REQUIRE_DATA") == "1":
-            pytest.fail(f"PFWCP_REQUIRE_DATA=1 but the data directory {d} has no airfoil_self_noise.dat")
-        pytest.skip(f"real data not found in {d}")
-    return d
-
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("pfwcp_cache")
@@ -197,8 +187,8 @@ def test_gaussian_every_method_both_guarantees(gaussian_run):
         mc, ccc = (df[(df.method == m) & (df.guarantee == g)].iloc[0] for g in ("mc", "ccc"))
         assert ccc.Eff >= mc.Eff - 1e-12 and ccc.MC >= mc.MC - 1e-12
 
-def test_real_dataset_every_method(cache_dir):
-    d = _data_dir_or_skip()
+def test_real_dataset_every_method(cache_dir, require_dataset):
+    d = require_dataset("airfoil")
     df = E.run_grid(["airfoil"], None, ["mc", "ccc"], data_dir=d, cache_dir=cache_dir, **SMALL)
     _check_rows(df, len(baselines.METHODS))
 
@@ -332,9 +322,9 @@ def _toy_setup_with_localizer(fed):
     return E.TrainedSetup(fed.name, fed.heterogeneity, 0, fed.K, fed.task, Mean(),
                           [lambda X: np.ones(len(X))] * fed.K, localizer=loc)
 
-def test_pool_localizer_samples_are_gathered_per_pool_point():
+def test_pool_localizer_samples_are_gathered_per_pool_point(require_dataset):
     from pfwcp_nb.data import make_federation
-    d = _data_dir_or_skip()
+    d = require_dataset("airfoil")
     fed = make_federation("airfoil", "severe", K=4, seed=0, data_dir=d)
     st = _toy_setup_with_localizer(fed)
     Zp = E.pool_localizer_samples(st, fed)
