@@ -175,10 +175,10 @@ X2 = np.zeros((5, 3))
     ([X2, X2], dict(eps=0.7), "eps="),
     ([X2, X2], dict(dataset="mnist"), "dataset="),
     ([X2, X2], dict(hparams="tuned"), "hparams="),
-    ([X2, X2], dict(folds=1), "folds="),
-    ([X2, X2], dict(folds=6), "folds="),
-    ([X2, X2], dict(grid=()), "grid="),
-    ([X2, X2], dict(grid=(-1.0,)), "grid="),
+    ([X2, X2], dict(hparams="calibrated", folds=1), "folds="),
+    ([X2, X2], dict(hparams="calibrated", folds=6), "folds="),
+    ([X2, X2], dict(hparams="calibrated", grid=()), "grid="),
+    ([X2, X2], dict(hparams="calibrated", grid=(-1.0,)), "grid="),
     ([X2, X2], dict(device="gpu"), "device="),
 ])
 def test_fit_density_ratios_bad_input(train_X, kw, match):
@@ -277,7 +277,7 @@ def test_ratio_quality_of_the_oracle_itself(small_calibrated):
 
 def test_calibrated_selection_is_deterministic_per_seed():
     M, train, cal = gaussian_federation(5, K=4)
-    a, b, c = (fit_density_ratios(train, "multiclass", epochs=60, seed=s, progress=False) for s in (0, 0, 1))
+    a, b, c = (fit_density_ratios(train, "multiclass", epochs=60, seed=s, hparams="calibrated", progress=False) for s in (0, 0, 1))
     for k in range(1, 4):
         np.testing.assert_array_equal(a[k].log(cal[k]), b[k].log(cal[k]))
     assert a[1].hparams["temperature"] == b[1].hparams["temperature"]
@@ -304,7 +304,7 @@ def test_selection_and_temperature_see_only_aggregates(monkeypatch, method):
         return ft(rec, **kw)
     monkeypatch.setattr(dr, "select_by_validation", spy_sel)
     monkeypatch.setattr(dr, "federated_temperature", spy_T)
-    fit_density_ratios(train, method, epochs=20, grid=(1e-4, 1e-1), folds=2, progress=False)
+    fit_density_ratios(train, method, epochs=20, hparams="calibrated", grid=(1e-4, 1e-1), folds=2, progress=False)
     assert len(seen_sel) == 1 and len(seen_sel[0]) == 2 and len(seen_T) > 4
     n = 50 * Kc
     expected = {"pairwise": n + 50 * (Kc - 2), "one_vs_rest": Kc * n + n, "multiclass": n}[method]
@@ -350,8 +350,8 @@ def test_calibrated_image_features_include_statistics():
     rng = np.random.default_rng(4)
     base = rng.uniform(size=(6, 192))
     imgs = [np.clip(rng.uniform(size=(30, 6)) @ base / 6 + 0.1 * k, 0, 1) for k in range(3)]
-    w = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, progress=False)
-    b = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, image_stats=True, progress=False)
+    w = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, hparams="calibrated", progress=False)
+    b = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, hparams="calibrated", image_stats=True, progress=False)
     p = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, hparams="paper", progress=False)
     assert w[1].nets[0][0].in_features == 11 and w[1].features.stats_only
     assert b[1].nets[0][0].in_features == p[1].nets[0][0].in_features + 11
@@ -362,15 +362,15 @@ def test_calibrated_image_features_include_statistics():
 
 def test_fwcp_calibrated_and_paper():
     M, train, cal = gaussian_federation(8, K=4)
-    a = fit_fwcp_ratio(train, seed=0, epochs=100, grid=(1e-4, 1.0), folds=2)
-    b = fit_fwcp_ratio(train, seed=0, epochs=100, grid=(1e-4, 1.0), folds=2)
+    a = fit_fwcp_ratio(train, seed=0, epochs=100, hparams="calibrated", grid=(1e-4, 1.0), folds=2)
+    b = fit_fwcp_ratio(train, seed=0, epochs=100, hparams="calibrated", grid=(1e-4, 1.0), folds=2)
     p = fit_fwcp_ratio(train, seed=0, epochs=100, hparams="paper")
     np.testing.assert_array_equal(a.log(cal[1]), b.log(cal[1]))
     assert a.hparams["alpha"] in (1e-4, 1.0) and p.hparams == dict(hparams="paper", alpha=1e-4, temperature=1.0, cv=None, target="others")
     with pytest.raises(ValueError, match="hparams="):
         fit_fwcp_ratio(train, hparams="tuned")
     with pytest.raises(ValueError, match="folds="):
-        fit_fwcp_ratio(train, folds=100)
+        fit_fwcp_ratio(train, hparams="calibrated", folds=100)
     with pytest.raises(ValueError, match="target="):
         fit_fwcp_ratio(train, target="rest")
 
