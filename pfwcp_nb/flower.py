@@ -12,7 +12,7 @@ try:
     from flwr.clientapp import ClientApp
     from flwr.serverapp import Grid, ServerApp
     from flwr.simulation import run_simulation
-    import tomli, tomli_w   # Flower's own TOML reader and writer (dependencies of flwr)
+    import tomli_w   # Flower's own TOML writer (a dependency of flwr)
 except ImportError as e:   # the one optional extra of the package
     raise ImportError('pfwcp_nb.flower needs Flower (flwr[simulation]==1.42.*): pip install "pfwcp_nb[flower]", '
                       'or pip install -e ".[flower]" from a clone of the repository') from e
@@ -235,7 +235,8 @@ def app_pyproject(run_config: dict, # run_config keys (test-weights and out requ
 
 def write_app_project(folder, # the app project's folder (created if needed)
                       run_config: dict, # as for `app_pyproject`
-                      **kw) -> Path: # the written pyproject.toml
+                      **kw, # more `app_pyproject` options (name)
+                     ) -> Path: # the written pyproject.toml
     "Write the app project `flwr run FOLDER` runs (used by scripts/flower_deploy.sh)."
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
