@@ -30,9 +30,10 @@ from tqdm.auto import tqdm
 from .data import DATA_FILES, resolve_data_dir
 
 # %% auto #0
-__all__ = ['CHECKSUM_FILE', 'SHA256', 'MD5', 'CIFAR_NPZ', 'CIFAR_TARBALL', 'REAL_DATASETS', 'ORIGINALS', 'TIMEOUT',
-           'CIFAR_CLASSES', 'CIFAR_PER_CLASS', 'Source', 'FetchError', 'file_digest', 'check_file', 'cifar_npz',
-           'check_cifar_arrays', 'fetch_file', 'dataset_files', 'fetch', 'status_table', 'data_ready', 'main']
+__all__ = ['CHECKSUM_FILE', 'SHA256', 'MD5', 'CIFAR_NPZ', 'CIFAR_TARBALL', 'REAL_DATASETS', 'ORIGINALS', 'EXTRAS', 'TIMEOUT',
+           'CIFAR_CLASSES', 'CIFAR_PER_CLASS', 'Source', 'FetchError', 'DownloadError', 'file_digest', 'check_file',
+           'cifar_npz', 'check_cifar_arrays', 'fetch_file', 'dataset_files', 'fetch', 'status_table', 'data_ready',
+           'data_flags', 'main']
 
 # %% ../nbs/06b_fetch.ipynb #18f3d714
 CHECKSUM_FILE = "data_checksums.json"   # in the package folder; {"sha256": {file: digest}, "md5": {file: digest}}
@@ -66,6 +67,14 @@ ORIGINALS: dict[str, Source] = {
 
 class FetchError(Exception):
     "A download or checksum failed; the message names the file and says what to do."
+
+class DownloadError(FetchError):
+    "The request failed or the body was cut short (not a checksum problem)."
+
+EXTRAS: dict[str, tuple[str, ...]] = {   # checksummed files of the shared folder no loader reads: on a mirror only
+    "concrete": ("Concrete_Data.csv",),          # UCI publishes only the .xls; tests cross-check the loader with it
+    "crime": ("communities_attributes.csv",),    # the attribute names of communities.names, as CSV
+}
 
 # %% ../nbs/06b_fetch.ipynb #2c1eb16c
 def file_digest(path: str | os.PathLike, algorithm: str = "sha256") -> str:
@@ -131,16 +140,19 @@ def _download(url: str, out: Path, label: str, progress: bool) -> None:
                 for chunk in iter(lambda: resp.read(1 << 20), b""):
                     f.write(chunk); n += len(chunk); bar.update(len(chunk))
     except (urllib.error.URLError, http.client.HTTPException, OSError) as e:
-        raise FetchError(f"{label}: download from {url} failed: {e}") from e
+        raise DownloadError(f"{label}: download from {url} failed: {e}") from e
     if total is not None and n != total:
-        raise FetchError(f"{label}: the connection to {url} closed after {n} of {total} bytes; nothing was written.")
+        raise DownloadError(f"{label}: the connection to {url} closed after {n} of {total} bytes; nothing was written.")
 
-def _expect(path: Path, label: str, algorithm: str, expected: str, url: str) -> None:
+def _expect(path: Path, label: str, algorithm: str, expected: str, url: str, mirror: bool = False) -> None:
+    "FetchError naming both digests unless the file at `path` has digest `expected`; the fix depends on the source."
     got = file_digest(path, algorithm)
     if got != expected:
+        fix = ("The mirror's copy differs from the checksum this release ships: replace it on the mirror with the "
+               "file of the project's shared data folder (or point --mirror at the right folder)." if mirror else
+               "If the public file changed, fetch a prepared copy with --mirror URL.")
         raise FetchError(f"{label}: {algorithm.upper()} mismatch for the download from {url}: expected {expected}, "
-                         f"got {got}. Nothing was written. If the public file changed, fetch a prepared copy with "
-                         f"--mirror URL.")
+                         f"got {got}. Nothing was written. {fix}")
 
 # %% ../nbs/06b_fetch.ipynb #56e32156
 def _crlf_headerless(raw: bytes) -> bytes:
@@ -225,7 +237,7 @@ def fetch_file(name: str, dest: str | os.PathLike, *, mirror: str | None = None,
         url = f"{mirror.rstrip('/')}/{urllib.parse.quote(name)}"
         with _temporary(dest, name) as tmp:
             _download(url, tmp, name, progress)
-            _expect(tmp, name, "sha256", SHA256[name], url)
+            _expect(tmp, name, "sha256", SHA256[name], url, mirror=True)
             _publish(tmp, target)
         return f"downloaded from {url}"
     src = ORIGINALS[name]
@@ -259,7 +271,7 @@ def dataset_files(names=None) -> list[str]:
 
 def fetch(names=None, dest: str | os.PathLike | None = None, *, mirror: str | None = None,
           progress: bool | None = None, log=print) -> dict[str, str]:
-    "Fetch the files of datasets `names` into `dest` (default: the data directory); file -> what was done."
+    "Fetch the files of datasets `names` (and, from a `mirror`, their `EXTRAS`) into `dest`; file -> what was done."
     dest = resolve_data_dir(dest)
     progress = sys.stderr.isatty() if progress is None else progress
     done, failed = {}, []
@@ -267,6 +279,17 @@ def fetch(names=None, dest: str | os.PathLike | None = None, *, mirror: str | No
         try:
             done[f] = fetch_file(f, dest, mirror=mirror, progress=progress)
             log(f"{f}: {done[f]}")
+        except FetchError as e:
+            failed.append(str(e))
+    for f in (f for n in (REAL_DATASETS if not names else names) for f in EXTRAS.get(n, ())):
+        if mirror is None:
+            log(f"{f}: not fetched (optional, no loader reads it; no public original: only a --mirror has it)")
+            continue
+        try:
+            done[f] = fetch_file(f, dest, mirror=mirror, progress=progress)
+            log(f"{f}: {done[f]}")
+        except DownloadError as e:                    # optional: absent from this mirror; a wrong copy still fails
+            log(f"{f}: not fetched (optional, not on the mirror: {e})")
         except FetchError as e:
             failed.append(str(e))
     if failed:
@@ -283,7 +306,7 @@ def status_table(dest: str | os.PathLike | None = None, names=None) -> pd.DataFr
             src = ORIGINALS[f]
             how = f" ({src.member} in the zip)" if src.member else " (converted to .npz)" if src.prepare == "cifar" else ""
             rows.append(dict(dataset=ds, file=f, source=src.url + how))
-    rows += [dict(dataset="-", file=f, source="shared data folder only (no loader reads it)")
+    rows += [dict(dataset="-", file=f, source="a --mirror only (no loader reads it)")
              for f in SHA256 if f not in ORIGINALS and (dest / f).is_file() and not names]
     for r in rows:
         r["ok"], r["status"] = check_file(dest / r["file"])
@@ -333,6 +356,23 @@ def _text_table(df: pd.DataFrame) -> str:
     return "\n".join("  ".join(str(v).ljust(w[c]) for c, v in zip(df.columns, row)).rstrip()
                      for row in [list(df.columns)] + df.values.tolist())
 
+def data_flags(dest: str | os.PathLike | None = None, # the folder to check (default: the data directory)
+              ) -> tuple[str, str | None]: # (flags for `nbdev_test --flags`, a note for stderr or None)
+    "'data' when the `#| data` cells can pass (or PFWCP_REQUIRE_DATA=1), with why not or a warning."
+    env, required = os.environ.get("PFWCP_DATA_DIR"), os.environ.get("PFWCP_REQUIRE_DATA") == "1"
+    if not (env and Path(env).expanduser().is_absolute()):   # nbdev_test runs notebooks from nbs/: another folder
+        note = (f"pfwcp-data: PFWCP_DATA_DIR is {f'the relative path {env!r}' if env else 'unset (default: data)'}; "
+                f"nbdev_test runs the notebooks from nbs/, where it names another folder than here. PFWCP_DATA_DIR "
+                f"must be absolute, e.g. PFWCP_DATA_DIR={Path(env or 'data').expanduser().resolve()}")
+        if required:
+            return "data", note + " (PFWCP_REQUIRE_DATA=1: the #| data cells run anyway and may fail)."
+        return "", note + "; the real-data notebook cells (#| data) are skipped."
+    if required or data_ready(dest):
+        return "data", None
+    return "", (f"pfwcp-data: the real-data notebook cells (#| data) are skipped: {resolve_data_dir(dest)} "
+                f"does not hold the verified data files; get them with `pfwcp-data fetch --dest DIR` and set "
+                f"PFWCP_DATA_DIR=DIR (PFWCP_REQUIRE_DATA=1 runs them anyway).")
+
 def main(argv: list[str] | None = None) -> int:
     "Entry point of `pfwcp-data`; returns the exit status."
     a = _parser().parse_args(argv)
@@ -341,13 +381,11 @@ def main(argv: list[str] | None = None) -> int:
             fetch(a.names, a.dest, mirror=a.mirror)
             return 0
         if a.command == "test-flags":
-            ready = data_ready(a.dest)
-            if ready or os.environ.get("PFWCP_REQUIRE_DATA") == "1":
-                print("data")
-            else:
-                print(f"pfwcp-data: the real-data notebook cells (#| data) are skipped: {resolve_data_dir(a.dest)} "
-                      f"does not hold the verified data files; get them with `pfwcp-data fetch --dest DIR` and set "
-                      f"PFWCP_DATA_DIR=DIR (PFWCP_REQUIRE_DATA=1 runs them anyway).", file=sys.stderr)
+            flags, note = data_flags(a.dest)
+            if note:
+                print(note, file=sys.stderr)
+            if flags:
+                print(flags)
             return 0
         st = status_table(a.dest, a.names)
         print(f"data directory: {resolve_data_dir(a.dest)}")

@@ -12,16 +12,18 @@ try:
     from flwr.clientapp import ClientApp
     from flwr.serverapp import Grid, ServerApp
     from flwr.simulation import run_simulation
+    import tomli_w   # Flower's own TOML writer (a dependency of flwr)
 except ImportError as e:   # the one optional extra of the package
-    raise ImportError('pfwcp_nb.flower needs Flower: pip install "pfwcp_nb[flower]" (flwr[simulation]==1.42.*)') from e
+    raise ImportError('pfwcp_nb.flower needs Flower (flwr[simulation]==1.42.*): pip install "pfwcp_nb[flower]", '
+                      'or pip install -e ".[flower]" from a clone of the repository') from e
 from .pfwcp import (PROTOCOL_VERSION, PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage,
                             _as_test_weights)
 from .oneshot import OneShotPFWCP
 
 # %% auto #0
-__all__ = ['RECORD', 'REQUESTS', 'METHODS', 'client_app', 'server_app', 'request', 'pack', 'unpack', 'agent_reply',
+__all__ = ['RECORD', 'REQUESTS', 'METHODS', 'RUN_CONFIG', 'client_app', 'server_app', 'request', 'pack', 'unpack', 'agent_reply',
            'agent_client_app', 'ask_agents', 'collect_summaries', 'thresholds_over_flower', 'simulate_many', 'simulate',
-           'load_node_agent', 'deployed_main']
+           'run_config_values', 'app_pyproject', 'write_app_project', 'load_node_agent', 'deployed_main']
 
 # %% ../nbs/10_flower.ipynb #35ef15d3
 RECORD = "pfwcp"   # name of the one ConfigRecord in every pfwcp Flower message
@@ -140,7 +142,7 @@ def thresholds_over_flower(grid: Grid, nodes: list, summaries: list, # from `col
 
 # %% ../nbs/10_flower.ipynb #4eac5d4e
 def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test agent
-                  weights, # one (n_k,) weight array per agent (None -> ones)
+                  weights, # one (n_k,) weight array per agent, an entry None -> ones; None: ones for every agent
                   test_weights, # (m, K) omega^k(X_j)
                   runs, # list of dicts: alpha, delta, method and estimator options per run
                   *,
@@ -149,6 +151,7 @@ def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test age
                   timings: dict | None = None, # if given, filled with wall times (s): summaries, runs, total
                  ) -> list: # thresholds (m,) per run
     "Several protocol runs over one Flower simulation (one SuperNode per agent)."
+    weights = [None] * len(scores) if weights is None else weights
     if len(scores) != len(weights):
         raise ValueError(f"`scores` ({len(scores)} agents) and `weights` ({len(weights)}) must have one entry per agent.")
     agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
@@ -181,7 +184,10 @@ def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test age
         raise RuntimeError("the Flower simulation ended without thresholds; see its log above.")
     return out["q"]
 
-def simulate(scores, weights, test_weights, alpha: float = 0.1, delta: float | None = None, *,
+def simulate(scores, # one (n_k,) score array per agent, agent 0 = test agent
+             weights, # one (n_k,) weight array per agent (an entry None -> ones), or None (ones for every agent)
+             test_weights, # (m, K) omega^k(X_j)
+             alpha: float = 0.1, delta: float | None = None, *,
              method: str = "pfwcp", # "pfwcp" or "ospfwcp"
              actors: int = 1, timings: dict | None = None,
              **kw, # estimator options (engine, grid, agg_weights, n_steps, on_infeasible, seed, ...)
@@ -189,6 +195,53 @@ def simulate(scores, weights, test_weights, alpha: float = 0.1, delta: float | N
     "PFWCP or osPFWCP over Flower's simulation engine, one SuperNode per agent; equals the in-process estimator."
     return simulate_many(scores, weights, test_weights, [dict(alpha=alpha, delta=delta, method=method, **kw)],
                          actors=actors, timings=timings)[0]
+
+# %% ../nbs/10_flower.ipynb #ee2f9ce8
+RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
+    "alpha": (0.1, "miscoverage level α of all four runs"),
+    "delta": (0.1, "δ of the CCC runs (the MC runs use delta=None)"),
+    "node-timeout": (120.0, "seconds the server waits for all K SuperNodes to connect"),
+    "test-weights": (None, "path (.npy, on the server's machine) of the (m, K) test weights ω̂^k(X_j); column 0 ones"),
+    "out": (None, "path of the .npz the server writes: pfwcp-mc, pfwcp-ccc, ospfwcp-mc, ospfwcp-ccc"),
+}
+
+def run_config_values(run_config, # a Flower run_config (or any mapping)
+                     ) -> dict: # every key of RUN_CONFIG, defaults filled in
+    "The deployed run's settings; ValueError naming a missing required key or an unknown one."
+    c = dict(run_config)
+    missing = [k for k, (d, _) in RUN_CONFIG.items() if d is None and k not in c]
+    unknown = sorted(set(c) - set(RUN_CONFIG))
+    if missing or unknown:
+        raise ValueError(f"run_config: missing required key(s) {missing}, unknown key(s) {unknown}; the keys are "
+                         f"{list(RUN_CONFIG)} (set them in the app's [tool.flwr.app.config] or flwr run --run-config).")
+    return {k: c.get(k, d) for k, (d, _) in RUN_CONFIG.items()}
+
+def app_pyproject(run_config: dict, # run_config keys (test-weights and out required), see RUN_CONFIG
+                  name: str = "pfwcp-deploy", # the Flower app's project name
+                 ) -> str: # the text of the app's pyproject.toml
+    "pyproject.toml of a Flower app project whose components are `pfwcp_nb.flower`'s apps."
+    project = {
+        "build-system": {"requires": ["hatchling"], "build-backend": "hatchling.build"},
+        "project": {"name": name, "version": "1.0.0", "license": "Apache-2.0",
+                    "description": "PFWCP / osPFWCP over Flower (generated by pfwcp_nb.flower.app_pyproject)",
+                    "dependencies": []},   # the apps come from pfwcp_nb, installed on every machine
+        "tool": {"hatch": {"build": {"targets": {"wheel": {"packages": ["."]}}}},
+                 "flwr": {"app": {"publisher": "pfwcp-nb",
+                                  "components": {"serverapp": "pfwcp_nb.flower:server_app",
+                                                 "clientapp": "pfwcp_nb.flower:client_app"},
+                                  "config": {k: v if isinstance(v, str) else float(v)
+                                             for k, v in run_config_values(run_config).items()}}}}}
+    return tomli_w.dumps(project)
+
+def write_app_project(folder, # the app project's folder (created if needed)
+                      run_config: dict, # as for `app_pyproject`
+                      **kw, # more `app_pyproject` options (name)
+                     ) -> Path: # the written pyproject.toml
+    "Write the app project `flwr run FOLDER` runs (used by scripts/flower_deploy.sh)."
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (p := folder / "pyproject.toml").write_text(app_pyproject(run_config, **kw), encoding="utf-8")
+    return p
 
 # %% ../nbs/10_flower.ipynb #c9f1a002
 def load_node_agent(context: Context) -> AgentCalibration:
@@ -206,7 +259,7 @@ server_app = ServerApp()
 @server_app.main()
 def deployed_main(grid: Grid, context: Context) -> None:
     "All four runs (PFWCP, osPFWCP; MC, CCC) on the deployed federation; thresholds to run_config['out'] (.npz)."
-    c = context.run_config
+    c = run_config_values(context.run_config)
     tw = np.load(str(c["test-weights"]))
     nodes, summ = collect_summaries(grid, tw.shape[1], timeout=float(c["node-timeout"]))
     out = {f"{me}-{cr}": thresholds_over_flower(grid, nodes, summ, tw, float(c["alpha"]), de, method=me)

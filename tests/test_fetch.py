@@ -109,6 +109,46 @@ def test_mirror_as_local_folder_via_cli(tmp_path, monkeypatch, capsys):
     assert (dest / "communities.names").read_bytes() == files["communities.names"]
 
 
+def test_extras_come_from_a_mirror_only(server, tmp_path, monkeypatch):
+    "Concrete_Data.csv (no public original) is fetched from a mirror that has it; skipped, with a note, otherwise."
+    url, served = server
+    files = _fake_mirror(served, monkeypatch)
+    csv = b"Cement,...,Strength\n540.0,...,79.99\n"
+    monkeypatch.setitem(F.SHA256, "Concrete_Data.csv", _sha(csv))
+    logs = []
+    done = F.fetch(["concrete"], tmp_path / "a", mirror=url, log=logs.append)       # not on this mirror: a note
+    assert done == {"Concrete_Data.xls": f"downloaded from {url}/Concrete_Data.xls"}
+    assert any(s.startswith("Concrete_Data.csv: not fetched (optional, not on the mirror") for s in logs)
+    (served / "Concrete_Data.csv").write_bytes(csv)                                    # on the mirror: fetched
+    done = F.fetch(["concrete"], tmp_path / "a", mirror=url, log=logs.append)
+    assert done["Concrete_Data.csv"] == f"downloaded from {url}/Concrete_Data.csv"
+    assert (tmp_path / "a/Concrete_Data.csv").read_bytes() == csv and F.check_file(tmp_path / "a/Concrete_Data.csv")[0]
+    (served / "Concrete_Data.csv").write_bytes(b"a different export\n")               # a wrong copy still fails
+    with pytest.raises(F.FetchError, match="Concrete_Data.csv: SHA256 mismatch.*replace it on the mirror"):
+        F.fetch(["concrete"], tmp_path / "b", mirror=url, log=logs.append)
+    assert _leftovers(tmp_path / "b") == ["Concrete_Data.xls"]
+    monkeypatch.setitem(F.ORIGINALS, "Concrete_Data.xls", F.Source(f"{url}/Concrete_Data.xls"))
+    logs.clear()                                                                       # no mirror: the originals only
+    assert set(F.fetch(["concrete"], tmp_path / "c", log=logs.append)) == {"Concrete_Data.xls"}
+    assert "Concrete_Data.csv: not fetched (optional, no loader reads it; no public original: only a --mirror has it)" in logs
+    assert set(F.EXTRAS) <= set(D.DATA_FILES) and all(f in F.SHA256 and f not in F.ORIGINALS
+                                                      for fs in F.EXTRAS.values() for f in fs)
+
+
+def test_checksum_hint_depends_on_the_source(server, tmp_path, monkeypatch):
+    url, served = server
+    (served / "CASP.csv").write_bytes(b"not the shipped file\n")
+    with pytest.raises(F.FetchError) as e:
+        F.fetch_file("CASP.csv", tmp_path / "m", mirror=url)
+    assert "The mirror's copy differs from the checksum this release ships: replace it on the mirror" in str(e.value)
+    assert "--mirror URL" not in str(e.value)
+    monkeypatch.setitem(F.ORIGINALS, "CASP.csv", F.Source(f"{url}/CASP.csv"))
+    with pytest.raises(F.FetchError) as e:
+        F.fetch_file("CASP.csv", tmp_path / "o")
+    assert "If the public file changed, fetch a prepared copy with --mirror URL." in str(e.value)
+    assert "replace it on the mirror" not in str(e.value)
+
+
 # ---------------------------------------------------------------- originals: archives, text fixes, CIFAR
 
 def _cifar_tarball(path: Path, per_class: int, seed: int = 0, test_batch=None):
@@ -337,6 +377,32 @@ def test_test_flags(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PFWCP_REQUIRE_DATA", "1")                  # required: the cells run (and fail loudly)
     assert F.main(["test-flags", "--dest", str(tmp_path / "nowhere")]) == 0
     assert capsys.readouterr().out == "data\n"
+
+
+@pytest.mark.parametrize("value", ["data", "./rel/data", None])
+def test_test_flags_refuses_a_relative_data_dir(tmp_path, monkeypatch, capsys, value):
+    "nbdev_test runs the notebooks from nbs/: a relative (or unset) PFWCP_DATA_DIR names another folder there."
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / (value or "data")
+    folder.mkdir(parents=True)
+    _fake_mirror(folder, monkeypatch)                              # the files are there, seen from here
+    monkeypatch.delenv("PFWCP_REQUIRE_DATA", raising=False)
+    if value is None:
+        monkeypatch.delenv("PFWCP_DATA_DIR", raising=False)
+    else:
+        monkeypatch.setenv("PFWCP_DATA_DIR", value)
+    assert F.main(["test-flags"]) == 0
+    cap = capsys.readouterr()
+    assert cap.out == "" and "must be absolute" in cap.err and "skipped" in cap.err and str(folder.resolve()) in cap.err
+    monkeypatch.setenv("PFWCP_REQUIRE_DATA", "1")                  # required: the flag, and the warning
+    assert F.main(["test-flags"]) == 0
+    cap = capsys.readouterr()
+    assert cap.out == "data\n" and "must be absolute" in cap.err and "may fail" in cap.err
+    monkeypatch.delenv("PFWCP_REQUIRE_DATA")
+    monkeypatch.setenv("PFWCP_DATA_DIR", str(folder.resolve()))   # the same folder, absolute: the flag, silently
+    assert F.main(["test-flags"]) == 0
+    cap = capsys.readouterr()
+    assert cap.out == "data\n" and cap.err == ""
 
 
 # ---------------------------------------------------------------- the command in a subprocess

@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomli
 import warnings
 from dataclasses import fields
 from pathlib import Path
@@ -211,6 +212,7 @@ def test_without_flwr_the_import_names_the_extra():
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode != 0
     assert "ImportError" in r.stderr and 'pip install "pfwcp_nb[flower]"' in r.stderr
+    assert 'pip install -e ".[flower]" from a clone' in r.stderr
 
 
 def test_deploy_script_bad_arguments():
@@ -234,3 +236,80 @@ def test_deploy_script_tls_auth_and_unregistered_supernode_refused(tmp_path):
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(keep) not in ps
     shutil.rmtree(keep)
+
+
+def _run_in_process(monkeypatch):
+    "Replace Flower's simulation engine by InProcessGrid: the ServerApp's main against the real ClientApp, no Ray."
+    seen = {}
+    def fake_run_simulation(server, client, num_supernodes, backend_config):
+        seen["K"] = num_supernodes
+        grid = InProcessGrid(client, {100 + k: k for k in range(num_supernodes)})
+        server(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}))
+    monkeypatch.setattr(fl, "run_simulation", fake_run_simulation)
+    return seen
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_simulate_weights_none_means_ones_for_every_agent(task_identity, monkeypatch, method):
+    seen = _run_in_process(monkeypatch)
+    scores, _, tw = federation(5, 3, 40, 9)
+    ones = [np.ones(len(s)) for s in scores]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        q_none = fl.simulate(scores, None, tw, 0.1, 0.1, method=method)
+        q_entries = fl.simulate(scores, [None] * 3, tw, 0.1, 0.1, method=method)
+    assert seen["K"] == 3
+    np.testing.assert_array_equal(q_none, in_process(scores, ones, tw, method, 0.1))
+    np.testing.assert_array_equal(q_entries, q_none)
+
+
+def _deployment(tmp_path, seed=6, K=3, m=7):
+    scores, weights, tw = federation(seed, K, 30, m)
+    np.save(tmp_path / "tw.npy", tw)
+    agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+    grid = InProcessGrid(agent_client_app(lambda ctx: agents[int(ctx.node_config["partition-id"])]),
+                         {7 + k: k for k in range(K)})
+    return scores, weights, tw, grid
+
+
+def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path):
+    "A hand-written app config with test-weights and out only: alpha, delta, node-timeout take their defaults."
+    scores, weights, tw, grid = _deployment(tmp_path)
+    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fl.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
+    got = np.load(tmp_path / "q.npz")
+    assert sorted(got.files) == ["ospfwcp-ccc", "ospfwcp-mc", "pfwcp-ccc", "pfwcp-mc"]
+    for me in METHODS:
+        for cr, de in (("mc", None), ("ccc", fl.RUN_CONFIG["delta"][0])):
+            np.testing.assert_array_equal(got[f"{me}-{cr}"], in_process(scores, weights, tw, me, de))
+
+
+@pytest.mark.parametrize("rc, match", [
+    ({"test-weights": "tw.npy"}, r"missing required key\(s\) \['out'\]"),
+    ({"test-weights": "tw.npy", "out": "q.npz", "node_timeout": 5.0}, "unknown key.*node_timeout"),
+])
+def test_run_config_bad_keys_are_named(rc, match):
+    with pytest.raises(ValueError, match=match):
+        fl.run_config_values(rc)
+    with pytest.raises(ValueError, match=match):
+        fl.app_pyproject(rc)
+
+
+def test_every_run_config_key_has_a_default_or_is_required_and_documented():
+    assert set(fl.RUN_CONFIG) == {"alpha", "delta", "node-timeout", "test-weights", "out"}
+    assert all(isinstance(what, str) and what for _, what in fl.RUN_CONFIG.values())
+    assert fl.run_config_values({"test-weights": "a", "out": "b"})["node-timeout"] == 120.0
+
+
+def test_written_app_project_is_the_one_flwr_run_reads(tmp_path):
+    rc = {"test-weights": str(tmp_path / 'we"ird path' / "tw.npy"), "out": "q.npz", "node-timeout": 300}
+    p = fl.write_app_project(tmp_path / "app", rc)
+    app = tomli.loads(p.read_text())
+    assert app["tool"]["flwr"]["app"]["components"] == {"serverapp": "pfwcp_nb.flower:server_app",
+                                                        "clientapp": "pfwcp_nb.flower:client_app"}
+    assert app["tool"]["flwr"]["app"]["config"] == {**fl.run_config_values(rc), "node-timeout": 300.0}
+    # the deployment script writes its project with this function, not with a copy of the TOML
+    script = (ROOT / "scripts/flower_deploy.sh").read_text()
+    assert "write_app_project" in script and "[tool.flwr.app" not in script
