@@ -19,7 +19,8 @@ Writes per_draw.csv (one row per dataset x draw x method) and summary.csv / summ
 import argparse, os, sys, time, warnings
 import numpy as np
 import pandas as pd
-from pfwcp_nb import pipeline, cache, runner
+from pfwcp_nb import pipeline, runner
+from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.baselines import qq_choice, _agents, _from_localized, run_method
 from pfwcp_nb.oneshot import oneshot_level
 from pfwcp_nb.quantiles import weighted_quantile
@@ -94,8 +95,8 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     rows = []
     for ds in args.datasets:
-        cfg = cache.RunConfig(ds)
-        cache = cache.ResultCache(args.cache)
+        cfg = RunConfig(ds)
+        cache = ResultCache(args.cache)
         loc = not args.no_oneshot
         st = runner.ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=loc, progress=False)
         fed = runner._federation(cfg, data_dir)

@@ -9,7 +9,8 @@
 import os, warnings
 import numpy as np
 from scipy import stats
-from pfwcp_nb import pipeline, cache, runner
+from pfwcp_nb import pipeline, runner
+from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.baselines import _agents
 from pfwcp_nb.oneshot import oneshot_level as package_oneshot_level
 from pfwcp_nb.procedure import select_quantiles, FEAS_TOL
@@ -24,8 +25,8 @@ def oneshot_level(n1, alpha, delta=None):
 def main():
     warnings.simplefilter("ignore")
     data_dir = os.environ.get("PFWCP_DATA_DIR")
-    cfg = cache.RunConfig("crime")
-    st = runner.ensure_setup(cfg, cache.ResultCache(".pfwcp_cache"), data_dir=data_dir, need_localizer=False, progress=False)
+    cfg = RunConfig("crime")
+    st = runner.ensure_setup(cfg, ResultCache(".pfwcp_cache"), data_dir=data_dir, need_localizer=False, progress=False)
     fed = runner._federation(cfg, data_dir)
     print("1. Procedure 1 on crime draws 0-4: n_eff (agent 0 first), (beta*, tau*) for MC and CCC")
     for s in range(5):

@@ -22,7 +22,8 @@ MC = mean coverage (+- s.e.), CCC = share of draws with coverage >= 1 - alpha (+
 import argparse, json, os, sys, time, warnings
 import numpy as np
 import pandas as pd
-from pfwcp_nb import pipeline, cache, runner
+from pfwcp_nb import pipeline, runner
+from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.baselines import _agents
 from pfwcp_nb.procedure import ccc_alpha
 from pfwcp_nb.oneshot import OneShotPFWCP
@@ -77,8 +78,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     data_dir = os.environ.get("PFWCP_DATA_DIR")
-    cfg = cache.RunConfig(args.dataset, heterogeneity=args.heterogeneity)
-    st = runner.ensure_setup(cfg, cache.ResultCache(args.cache), data_dir=data_dir, need_localizer=False, progress=False)
+    cfg = RunConfig(args.dataset, heterogeneity=args.heterogeneity)
+    st = runner.ensure_setup(cfg, ResultCache(args.cache), data_dir=data_dir, need_localizer=False, progress=False)
     fed = runner._federation(cfg, data_dir)
     rows, t0 = [], time.perf_counter()
     for s in range(args.draws):

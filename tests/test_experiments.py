@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pfwcp_nb import metrics, pipeline, report, cache, runner
+from pfwcp_nb import metrics, pipeline, report, runner
+from pfwcp_nb.cache import ResultCache, RunConfig, _stable_hash, load_cell
 
 # ---------------------------------------------------------------- metrics
 
@@ -234,8 +235,8 @@ def _count_calls(monkeypatch, name, fail_after=None):
     return calls
 
 def test_resume_recomputes_only_the_deleted_cell(cache_dir, gaussian_run, monkeypatch):
-    cfg = cache.RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**pipeline.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
-    cache = cache.ResultCache(cache_dir)
+    cfg = RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**pipeline.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
+    cache = ResultCache(cache_dir)
     victim = cache.cell_path(cfg, "FCP", "mc", "estimated")
     assert victim.exists()
     victim.unlink()
@@ -374,15 +375,15 @@ def test_warnings_are_counted_per_cell_not_dropped(cache_dir, gaussian_run, monk
     df = runner.run_grid(["gaussian"], ["CP", "FCP"], ["mc"], cache_dir=cache_dir, **{**SMALL, "n_sims": 4, "chunk_size": 2})
     got = dict(zip(df.method, df.n_warned))
     assert got == {"CP": 4, "FCP": 0}
-    meta = cache.load_cell(next(Path(cache_dir, "cells").glob("gaussian__*__CP__mc__S4_*")))["meta"]
+    meta = load_cell(next(Path(cache_dir, "cells").glob("gaussian__*__CP__mc__S4_*")))["meta"]
     assert meta["warnings"] and "test warning from CP" in meta["warnings"][0]
 
 # ---------------------------------------------------------------- frozen localizer noise (synthetic datasets)
 
 def test_frozen_noise_localized_scores(cache_dir, gaussian_run):
     from pfwcp_nb.data import make_federation
-    cfg = cache.RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**pipeline.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
-    st = runner.ensure_setup(cfg, cache.ResultCache(cache_dir), progress=False)
+    cfg = RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**pipeline.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
+    st = runner.ensure_setup(cfg, ResultCache(cache_dir), progress=False)
     fed = make_federation("gaussian", "severe", K=11, seed=0)
     fz = pipeline.frozen_localizer(st)
     new = pipeline.sample_draw(st, fed, 2, n_cal=30, n_test=20, loc_frozen=fz)["estimated"]
@@ -411,20 +412,20 @@ def test_frozen_noise_rejects_other_samplers():
 # ---------------------------------------------------------------- cache keys, n_cal_test, device, cache state
 
 def test_cache_keys_name_the_training_settings_and_ignore_the_device():
-    cfg = cache.RunConfig("gaussian")
-    old = cache._stable_hash([11, 50, 100, "exact", {}])          # keys of earlier versions
-    cur = cache._stable_hash([11, 50, 100, "exact", pipeline.DEFAULT_TRAIN_KW])
+    cfg = RunConfig("gaussian")
+    old = _stable_hash([11, 50, 100, "exact", {}])          # keys of earlier versions
+    cur = _stable_hash([11, 50, 100, "exact", pipeline.DEFAULT_TRAIN_KW])
     assert pipeline.DEFAULT_TRAIN_KW["ratios"]["hparams"] == "paper"
     assert cfg.cell_key("PFWCP", "mc", "estimated").endswith(cur)             # the default hparams are in the key
     assert not cfg.cell_key("PFWCP", "mc", "estimated").endswith(old)         # cells of earlier versions (no hparams in the key) are not reused
-    assert cache.RunConfig("airfoil").cell_key("FGLCP", "mc", "estimated").endswith(cur)    # pooled samples: no tag
+    assert RunConfig("airfoil").cell_key("FGLCP", "mc", "estimated").endswith(cur)    # pooled samples: no tag
     assert not cfg.cell_key("FGLCP", "mc", "estimated").endswith(cur)        # frozen noise: other numbers, new key
-    cuda = cache.RunConfig("gaussian", device="cuda")
+    cuda = RunConfig("gaussian", device="cuda")
     assert cuda.setup_key() == cfg.setup_key() and cuda.cell_key("CP", "mc", "oracle") == cfg.cell_key("CP", "mc", "oracle")
-    n1 = cache.RunConfig("gaussian", n_cal_test=20)
+    n1 = RunConfig("gaussian", n_cal_test=20)
     assert n1.setup_key() == cfg.setup_key()                  # the trained models do not depend on it
     assert n1.cell_key("CP", "mc", "estimated") != cfg.cell_key("CP", "mc", "estimated")
-    assert n1.cell_key("CP", "mc", "estimated") != cache.RunConfig("gaussian", n_cal_test=50).cell_key("CP", "mc", "estimated")
+    assert n1.cell_key("CP", "mc", "estimated") != RunConfig("gaussian", n_cal_test=50).cell_key("CP", "mc", "estimated")
 
 def test_n_cal_test_sizes_of_the_draw():
     from pfwcp_nb.data import make_federation

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pfwcp_nb import pipeline, cache, runner
+from pfwcp_nb import pipeline, runner
+from pfwcp_nb.cache import ResultCache, RunConfig
 
 ray = pytest.importorskip("ray", reason="the Ray backend needs the flower extra: pip install \"pfwcp_nb[flower]\"")
 
@@ -40,8 +41,8 @@ def test_ray_backend_identical_to_process_backend_and_resumes(local_ray, tmp_pat
     _same(got, ref)
     assert len(list((tmp_path / "ray" / "models").glob("*.pkl"))) == 1     # the driver cached the trained models
     assert not list((tmp_path / "ray" / "chunks").rglob("*.npz"))           # chunks merged into cells
-    cfg = cache.RunConfig("gaussian", n_sims=4, n_test=30, seed=3, train_kw=json.dumps({**pipeline.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
-    victim = cache.ResultCache(tmp_path / "ray").cell_path(cfg, "FGLCP", "ccc", "estimated")
+    cfg = RunConfig("gaussian", n_sims=4, n_test=30, seed=3, train_kw=json.dumps({**pipeline.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
+    victim = ResultCache(tmp_path / "ray").cell_path(cfg, "FGLCP", "ccc", "estimated")
     others = {p: p.stat().st_mtime_ns for p in (tmp_path / "ray" / "cells").glob("*.npz") if p != victim}
     victim.unlink()
     again = runner.run_grid(["gaussian"], METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
