@@ -36,7 +36,7 @@ METHOD_ORDER = ("CP", "FCP", "FGLCP", "FCP-QQ", "FWCP", "FWCP-QQ", "PFWCP", "osP
 
 PAPER_TABLES: dict = json.loads(resources.files("pfwcp_nb").joinpath(PAPER_TABLES_FILE).read_text(encoding="utf-8"))
 
-# %% ../nbs/08d_report.ipynb #206e4bc5
+# %% ../nbs/08d_report.ipynb #a8d8d880
 def _order(values, preferred) -> list:
     vals = list(dict.fromkeys(values))
     return [v for v in preferred if v in vals] + [v for v in vals if v not in preferred]
@@ -57,7 +57,7 @@ def _pct(x: float) -> str:
     "A share in percent: one decimal, or two significant digits below 0.1%."
     return f"{100 * x:.1f}%" if 100 * x >= 0.1 or x == 0 else f"{100 * x:.2g}%"
 
-# %% ../nbs/08d_report.ipynb #18102d9a
+# %% ../nbs/08d_report.ipynb #511d8ba4
 def paper_table(df: pd.DataFrame, # rows of `run_grid` / `collect_results`
                 guarantee: str = "mc", # "mc" (Table 2 layout) or "ccc" (Table 3 layout)
                 *,
@@ -104,7 +104,7 @@ def paper_table(df: pd.DataFrame, # rows of `run_grid` / `collect_results`
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
-# %% ../nbs/08d_report.ipynb #511d8ba4
+# %% ../nbs/08d_report.ipynb #07677afd
 def se_table(df: pd.DataFrame, guarantee: str = "mc", *, heterogeneity: str | None = None) -> str:
     "Markdown table of the Monte Carlo standard errors (in percent points; Eff in its units) per method and dataset."
     d = df[df.guarantee == guarantee]
@@ -124,7 +124,7 @@ def se_table(df: pd.DataFrame, guarantee: str = "mc", *, heterogeneity: str | No
         lines.append("| " + " | ".join(row) + " |")
     return f"Standard errors ({key} / CMC in % points, Eff in its units):\n\n" + "\n".join(lines)
 
-# %% ../nbs/08d_report.ipynb #441c715f
+# %% ../nbs/08d_report.ipynb #22efdaf2
 def compare_with_paper(df: pd.DataFrame, # rows of `run_grid` (severe heterogeneity, estimated weights are used)
                        guarantee: str = "mc",
                        *, alpha: float = 0.1, delta: float = 0.1,
@@ -152,7 +152,7 @@ def compare_with_paper(df: pd.DataFrame, # rows of `run_grid` (severe heterogene
     return pd.DataFrame(rows, columns=["dataset", "method", "metric", "ours", "ours_se", "paper", "diff", "z",
                                        "marker_ours", "marker_paper", "ours_finite", "inf_frac"])
 
-# %% ../nbs/08d_report.ipynb #22efdaf2
+# %% ../nbs/08d_report.ipynb #34e5ef99
 def comparison_markdown(cmp: pd.DataFrame, # output of `compare_with_paper`
                         method: str = "PFWCP", # the method of the per-dataset detail table
                        ) -> str:
@@ -188,7 +188,7 @@ def comparison_markdown(cmp: pd.DataFrame, # output of `compare_with_paper`
     out += ["", f"Colour bands agree in {100 * agree:.0f}% of the {len(prim)} (method, dataset) cells."]
     return "\n".join(out)
 
-# %% ../nbs/08d_report.ipynb #87d6c6a9
+# %% ../nbs/08d_report.ipynb #481c1162
 def plot_boxplots(df: pd.DataFrame, dataset: str = "star", guarantee: str = "mc", *,
                   heterogeneity: str = "severe", alpha: float = 0.1, ax=None):
     "Boxplots of per-draw coverage and set size of every method on `dataset` (Figure 3 of the paper)."
@@ -246,7 +246,7 @@ def plot_coverage_efficiency(df: pd.DataFrame, guarantee: str = "mc", *, heterog
     ax.legend(fontsize=7, ncol=2)
     return ax
 
-# %% ../nbs/08d_report.ipynb #7b6487e1
+# %% ../nbs/08d_report.ipynb #c50e7316
 STAR_ZETA = -np.array([2.5, 1, 2, 1, 0.5, 1.5, 1, 1.5, 0.5, 0.5, 0, 0.5, 0.5, 0, 0, 0.5, 1.5, 2.5, 2, 0])
 
 def figure1_star(*, n: int = 100, # calibration size
@@ -307,7 +307,7 @@ def plot_figure1(res: dict, alpha: float = 0.1, ax=None):
     ax.legend(fontsize=8, loc="upper left")
     return ax
 
-# %% ../nbs/08d_report.ipynb #8b259da2
+# %% ../nbs/08d_report.ipynb #103f1623
 _KEY_COLS = ["dataset", "heterogeneity", "weights", "guarantee", "method", "n_sims", "n_test", "n_cal_test", "alpha", "delta",
              "seed"]
 
@@ -363,7 +363,7 @@ def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float
         written += _write_figures(df, out, alpha=alpha, delta=delta)
     return written
 
-# %% ../nbs/08d_report.ipynb #103f1623
+# %% ../nbs/08d_report.ipynb #803d9f0f
 _OWNED_FIGURE = re.compile(r"(boxplots_.+|coverage_efficiency)_(mc|ccc)_(severe|moderate|mild)\.png")   # names `write_outputs` writes
 
 def _write_figures(df, out: Path, *, alpha, delta) -> list[Path]:
