@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.experiments import frozen_localizer, pool_localizer_samples, sample_draw, train_setup
+from pfwcp_nb.pipeline import frozen_localizer, pool_localizer_samples, sample_draw, train_setup
 
 SMALL = {"predictor": {"epochs": 50}, "ratios": {"epochs": 50}, "localizer": {"epochs": 50}}
 FIELDS = ("cal_scores", "cal_weights", "test_weights", "test_scores", "fwcp_cal_weights", "fwcp_test_weights")

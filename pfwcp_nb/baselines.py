@@ -247,7 +247,7 @@ def localized_fields(loc: Localizer, # the localizer
         rng = np.random.default_rng(seed)
         Z_cal = [loc.sorted_samples(X, rng) for X in cal_X]
         Z_test = loc.sorted_samples(test_X, rng)
-    else:                                   # e.g. samples drawn once per pool point (see `08_experiments`)
+    else:                                   # e.g. samples drawn once per pool point (see `08c_pipeline`)
         Z_cal, Z_test = samples
         if len(Z_cal) != len(cal_X) or any(np.shape(Z)[0] != len(s) for Z, s in zip(Z_cal, cal_scores)) \
                 or np.shape(Z_test)[0] != len(test_X):

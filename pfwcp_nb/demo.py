@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 from .baselines import toy_draw, run_method
-from .experiments import coverage_metrics, cli_positive_int, cli_nonneg_int, cli_level
+from .metrics import coverage_metrics
+from .argtypes import cli_positive_int, cli_nonneg_int, cli_level
 
 # %% auto #0
 __all__ = ['DEMO_METHODS', 'run_demo', 'format_table', 'main']

@@ -19,7 +19,8 @@ Writes per_draw.csv (one row per dataset x draw x method) and summary.csv / summ
 import argparse, os, sys, time, warnings
 import numpy as np
 import pandas as pd
-from pfwcp_nb import experiments as E
+from pfwcp_nb import pipeline, runner
+from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.baselines import qq_choice, _agents, _from_localized, run_method
 from pfwcp_nb.oneshot import oneshot_level
 from pfwcp_nb.quantiles import weighted_quantile
@@ -94,15 +95,15 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     rows = []
     for ds in args.datasets:
-        cfg = E.RunConfig(ds)
-        cache = E.ResultCache(args.cache)
+        cfg = RunConfig(ds)
+        cache = ResultCache(args.cache)
         loc = not args.no_oneshot
-        st = E.ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=loc, progress=False)
-        fed = E._federation(cfg, data_dir)
-        pool = E._loc_pool(cfg, cache, st, fed) if loc else None
+        st = runner.ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=loc, progress=False)
+        fed = runner._federation(cfg, data_dir)
+        pool = runner._loc_pool(cfg, cache, st, fed) if loc else None
         t0 = time.perf_counter()
         for s in range(args.draws):
-            d = E.sample_draw(st, fed, s, n_test=args.m, localize=loc, loc_pool=pool)["estimated"]
+            d = pipeline.sample_draw(st, fed, s, n_test=args.m, localize=loc, loc_pool=pool)["estimated"]
             if not args.no_fwcp_qq:
                 rows.append(dict(dataset=ds, draw=s, method="FWCP-QQ", **fwcp_qq_row(d)))
             if loc:

@@ -9,7 +9,8 @@
 import os, warnings
 import numpy as np
 from scipy import stats
-from pfwcp_nb import experiments as E
+from pfwcp_nb import pipeline, runner
+from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.baselines import _agents
 from pfwcp_nb.oneshot import oneshot_level as package_oneshot_level
 from pfwcp_nb.procedure import select_quantiles, FEAS_TOL
@@ -24,12 +25,12 @@ def oneshot_level(n1, alpha, delta=None):
 def main():
     warnings.simplefilter("ignore")
     data_dir = os.environ.get("PFWCP_DATA_DIR")
-    cfg = E.RunConfig("crime")
-    st = E.ensure_setup(cfg, E.ResultCache(".pfwcp_cache"), data_dir=data_dir, need_localizer=False, progress=False)
-    fed = E._federation(cfg, data_dir)
+    cfg = RunConfig("crime")
+    st = runner.ensure_setup(cfg, ResultCache(".pfwcp_cache"), data_dir=data_dir, need_localizer=False, progress=False)
+    fed = runner._federation(cfg, data_dir)
     print("1. Procedure 1 on crime draws 0-4: n_eff (agent 0 first), (beta*, tau*) for MC and CCC")
     for s in range(5):
-        d = E.sample_draw(st, fed, s, n_test=10, localize=False)["estimated"]
+        d = pipeline.sample_draw(st, fed, s, n_test=10, localize=False)["estimated"]
         n_eff = np.array([a.summary().n_eff for a in _agents(d.cal_scores, d.cal_weights)])
         a, b = select_quantiles(n_eff, 0.1, None), select_quantiles(n_eff, 0.1, 0.1)
         print(f"  draw {s}: n_eff {np.round(n_eff, 1).tolist()}  MC ({a.beta:.3f}, {a.tau:.3f})  "

@@ -19,7 +19,8 @@ import pandas as pd
 from pfwcp_nb.baselines import fwcp
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.density_ratio import fit_fwcp_ratio
-from pfwcp_nb.experiments import _train_data, evaluate_thresholds, sample_draw, train_setup
+from pfwcp_nb.pipeline import _train_data, sample_draw, train_setup
+from pfwcp_nb.metrics import evaluate_thresholds
 from pfwcp_nb.quantiles import effective_sample_size
 
 

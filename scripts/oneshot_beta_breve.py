@@ -9,7 +9,8 @@ draws with empirical coverage >= 0.9) over the draws. No assertion: this prints 
 """
 import argparse, os, pickle, warnings
 import numpy as np
-from pfwcp_nb import experiments as E
+from pfwcp_nb import pipeline, runner
+from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.baselines import toy_draw, _agents
 from pfwcp_nb.oneshot import OneShotPFWCP
 
@@ -37,10 +38,10 @@ def main():
     run("toy/oracle", (toy_draw(s, m=args.m, noise_sd=0.0) for s in range(args.draws)))
     data_dir = os.environ.get("PFWCP_DATA_DIR", "../shared/data")
     for ds in ("gaussian", "crime"):
-        cfg = E.RunConfig(ds)
-        st = E.ensure_setup(cfg, E.ResultCache(".pfwcp_cache"), data_dir=data_dir, need_localizer=False, progress=False)
-        fed = E._federation(cfg, data_dir)
-        run(f"{ds}/est", (E.sample_draw(st, fed, s, n_test=args.m, localize=False)["estimated"]
+        cfg = RunConfig(ds)
+        st = runner.ensure_setup(cfg, ResultCache(".pfwcp_cache"), data_dir=data_dir, need_localizer=False, progress=False)
+        fed = runner._federation(cfg, data_dir)
+        run(f"{ds}/est", (pipeline.sample_draw(st, fed, s, n_test=args.m, localize=False)["estimated"]
                           for s in range(args.draws)))
 
 if __name__ == "__main__":

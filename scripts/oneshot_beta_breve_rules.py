@@ -22,7 +22,8 @@ MC = mean coverage (+- s.e.), CCC = share of draws with coverage >= 1 - alpha (+
 import argparse, json, os, sys, time, warnings
 import numpy as np
 import pandas as pd
-from pfwcp_nb import experiments as E
+from pfwcp_nb import pipeline, runner
+from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.baselines import _agents
 from pfwcp_nb.procedure import ccc_alpha
 from pfwcp_nb.oneshot import OneShotPFWCP
@@ -77,12 +78,12 @@ def main(argv=None):
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     data_dir = os.environ.get("PFWCP_DATA_DIR")
-    cfg = E.RunConfig(args.dataset, heterogeneity=args.heterogeneity)
-    st = E.ensure_setup(cfg, E.ResultCache(args.cache), data_dir=data_dir, need_localizer=False, progress=False)
-    fed = E._federation(cfg, data_dir)
+    cfg = RunConfig(args.dataset, heterogeneity=args.heterogeneity)
+    st = runner.ensure_setup(cfg, ResultCache(args.cache), data_dir=data_dir, need_localizer=False, progress=False)
+    fed = runner._federation(cfg, data_dir)
     rows, t0 = [], time.perf_counter()
     for s in range(args.draws):
-        d = E.sample_draw(st, fed, s, n_test=args.m, weights=(args.weights,), localize=False)[args.weights]
+        d = pipeline.sample_draw(st, fed, s, n_test=args.m, weights=(args.weights,), localize=False)[args.weights]
         st_true = d.test_scores if d.task == "regression" else d.test_scores[np.arange(d.m), d.test_labels]
         ag = _agents(d.cal_scores, d.cal_weights)
         for rule in args.rules:

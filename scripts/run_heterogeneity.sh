@@ -10,7 +10,7 @@ for H in moderate mild; do
   OUT=results/$H
   [ "$N_SIMS" = 500 ] && [ "$N_TEST" = 500 ] || OUT=results/${H}_${N_SIMS}x${N_TEST}
   mkdir -p "$OUT"
-  python -m pfwcp_nb.experiments --datasets all --guarantee mc ccc --heterogeneity "$H" --weights estimated oracle \
+  python -m pfwcp_nb.runner --datasets all --guarantee mc ccc --heterogeneity "$H" --weights estimated oracle \
     --n-sims "$N_SIMS" --n-test "$N_TEST" --seed 0 --jobs "$JOBS" --cache .pfwcp_cache --out "$OUT" \
     "$@" 2>&1 | tee -a "$OUT/run.log"
 done

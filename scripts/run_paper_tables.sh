@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
 export PFWCP_DATA_DIR="${PFWCP_DATA_DIR:-$(cd .. && pwd)/shared/data}"   # absolute: the shared data beside the clone
 JOBS=${JOBS:-2}
 mkdir -p results/severe
-python -m pfwcp_nb.experiments --datasets all --guarantee mc ccc --heterogeneity severe --weights estimated \
+python -m pfwcp_nb.runner --datasets all --guarantee mc ccc --heterogeneity severe --weights estimated \
   --n-sims 500 --n-test 500 --seed 0 --jobs "$JOBS" --cache .pfwcp_cache --out results/severe --figure1 \
   "$@" 2>&1 | tee -a results/severe/run.log

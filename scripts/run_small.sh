@@ -11,7 +11,7 @@ export PFWCP_DATA_DIR="${PFWCP_DATA_DIR:-$(cd .. && pwd)/shared/data}"   # absol
 JOBS=${JOBS:-2}
 OUT=${OUT:-pfwcp_results/severe_100x200}
 mkdir -p "$OUT"
-python -m pfwcp_nb.experiments --datasets all --guarantee mc ccc --heterogeneity severe --weights estimated \
+python -m pfwcp_nb.runner --datasets all --guarantee mc ccc --heterogeneity severe --weights estimated \
   --n-sims 100 --n-test 200 --seed 0 --jobs "$JOBS" --chunk-size 20 --cache .pfwcp_cache \
   --out "$OUT" --train-kw '{"predictor": {"epochs": 1000}}' --exclude osPFWCP:mc osPFWGLCP:mc \
   --no-progress "$@" 2>&1 | tee -a "$OUT/run.log"

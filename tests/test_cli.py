@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from pfwcp_nb import demo, experiments
+from pfwcp_nb import demo, runner
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,7 +124,7 @@ def test_help_exits_0(prog, tmp_path):
     assert r.returncode == 0 and r.stdout.startswith(f"usage: {prog}")
 
 
-@pytest.mark.parametrize("parser", [experiments._parser, demo._parser], ids=["experiments", "demo"])
+@pytest.mark.parametrize("parser", [runner._parser, demo._parser], ids=["experiments", "demo"])
 def test_every_option_has_help(parser):
     p = parser()
     for a in p._actions:

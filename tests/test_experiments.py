@@ -1,4 +1,4 @@
-"""Tests of pfwcp_nb.experiments: metrics against hand-computed cases, the paper-layout tables against the paper's
+"""Tests of the experiment harness (pfwcp_nb.metrics, pipeline, cache, runner, report): metrics against hand-computed cases, the paper-layout tables against the paper's
 own markers and boldface, seeded integration runs of every method (gaussian and one real dataset), the CLI, and
 resumption after an interrupt."""
 import json
@@ -9,23 +9,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pfwcp_nb import experiments as E
+from pfwcp_nb import metrics, pipeline, report, runner
+from pfwcp_nb.cache import ResultCache, RunConfig, _stable_hash, load_cell
 
 # ---------------------------------------------------------------- metrics
 
 def test_evaluate_thresholds_regression_hand_computed():
-    cov, size, n_inf = E.evaluate_thresholds("regression", np.array([0.1, 0.5, 2.0, 0.3]),
+    cov, size, n_inf = metrics.evaluate_thresholds("regression", np.array([0.1, 0.5, 2.0, 0.3]),
                                              np.array([0.2, 0.4, 3.0, 0.3]))
     assert cov == 0.75                           # 0.5 > 0.4 is the only miss; 0.3 <= 0.3 is covered
     assert size == pytest.approx(2 * 3.9 / 4)    # interval length 2t
     assert n_inf == 0
-    cov, size, n_inf = E.evaluate_thresholds("regression", np.array([1.0, 1.0]), np.array([np.inf, 0.5]))
+    cov, size, n_inf = metrics.evaluate_thresholds("regression", np.array([1.0, 1.0]), np.array([np.inf, 0.5]))
     assert (cov, n_inf) == (0.5, 1) and np.isinf(size)
 
 def test_evaluate_thresholds_classification_hand_computed():
     S = np.array([[0.1, 0.8, 0.95],      # t=0.85 -> set {0, 1}; true label 1 covered
                   [0.6, 0.3, 0.2]])      # t=0.25 -> set {2};    true label 1 not covered
-    cov, size, n_inf = E.evaluate_thresholds("classification", S, np.array([0.85, 0.25]), np.array([1, 1]))
+    cov, size, n_inf = metrics.evaluate_thresholds("classification", S, np.array([0.85, 0.25]), np.array([1, 1]))
     assert cov == 0.5 and size == 1.5 and n_inf == 0
 
 @pytest.mark.parametrize("kw, match", [
@@ -36,11 +37,11 @@ def test_evaluate_thresholds_classification_hand_computed():
 ])
 def test_evaluate_thresholds_bad_input(kw, match):
     with pytest.raises(ValueError, match=match):
-        E.evaluate_thresholds(**kw)
+        metrics.evaluate_thresholds(**kw)
 
 def test_coverage_metrics_hand_computed():
     cov = np.array([0.95, 0.85, 0.90, 0.92])
-    m = E.coverage_metrics(cov, np.array([1.0, 2.0, 3.0, 4.0]), alpha=0.1)
+    m = metrics.coverage_metrics(cov, np.array([1.0, 2.0, 3.0, 4.0]), alpha=0.1)
     assert m["MC"] == pytest.approx(0.905)
     assert m["CCC"] == pytest.approx(0.75)              # 0.90 >= 0.90 counts
     assert m["CMC"] == pytest.approx((0.05 + 0.05 + 0.0 + 0.02) / 4)
@@ -53,19 +54,19 @@ def test_coverage_metrics_hand_computed():
     assert m["n_sims"] == 4
 
 def test_coverage_metrics_infinite_sets_and_bad_input():
-    m = E.coverage_metrics(np.array([1.0, 0.9]), np.array([np.inf, 2.0]), 0.1, inf_count=np.array([3, 0]), n_test=10)
+    m = metrics.coverage_metrics(np.array([1.0, 0.9]), np.array([np.inf, 2.0]), 0.1, inf_count=np.array([3, 0]), n_test=10)
     assert np.isinf(m["Eff"]) and m["inf_frac"] == pytest.approx(3 / 20)
     with pytest.raises(ValueError, match="coverage"):
-        E.coverage_metrics(np.array([]), np.array([]))
+        metrics.coverage_metrics(np.array([]), np.array([]))
     with pytest.raises(ValueError, match="alpha"):
-        E.coverage_metrics(np.array([0.9]), np.array([1.0]), alpha=1.5)
+        metrics.coverage_metrics(np.array([0.9]), np.array([1.0]), alpha=1.5)
 
 # ---------------------------------------------------------------- markers, tables, the paper's reference
 
 def test_marker_bands():
-    assert [E.marker(v, "mc") for v in (0.9, 0.8951, 0.8899, np.nan)] == ["green", "yellow", "red", "red"]
-    assert [E.marker(v, "ccc") for v in (0.95, 0.85, 0.79)] == ["green", "yellow", "red"]
-    assert E.marker(0.94, "mc", alpha=0.05) == "yellow" and E.marker(0.93, "mc", alpha=0.05) == "red"
+    assert [metrics.marker(v, "mc") for v in (0.9, 0.8951, 0.8899, np.nan)] == ["green", "yellow", "red", "red"]
+    assert [metrics.marker(v, "ccc") for v in (0.95, 0.85, 0.79)] == ["green", "yellow", "red"]
+    assert metrics.marker(0.94, "mc", alpha=0.05) == "yellow" and metrics.marker(0.93, "mc", alpha=0.05) == "red"
 
 # Bold entries of the paper's Table 2 (mc) and Table 3 (ccc), read off the typeset tables: (table, row, dataset, method)
 PAPER_BOLD = {
@@ -92,11 +93,11 @@ PAPER_BOLD = {
 def _paper_df(g):
     key = "MC" if g == "mc" else "CCC"
     rows = []
-    for m, row in E.PAPER_TABLES[g][key].items():
+    for m, row in report.PAPER_TABLES[g][key].items():
         for ds, v in row.items():
             rows.append(dict(dataset=ds, heterogeneity="severe", weights="estimated", guarantee=g, method=m,
-                             **{key: v / 100, "CMC": E.PAPER_TABLES[g]["CMC"][m][ds] / 100,
-                                "Eff": E.PAPER_TABLES[g]["Eff"][m][ds]}))
+                             **{key: v / 100, "CMC": report.PAPER_TABLES[g]["CMC"][m][ds] / 100,
+                                "Eff": report.PAPER_TABLES[g]["Eff"][m][ds]}))
     return pd.DataFrame(rows)
 
 def _bold_cells(md: str, g: str):
@@ -114,7 +115,7 @@ def _bold_cells(md: str, g: str):
 
 @pytest.mark.parametrize("g", ["mc", "ccc"])
 def test_paper_table_reproduces_paper_markers_and_bold(g):
-    md = E.paper_table(_paper_df(g), g)
+    md = report.paper_table(_paper_df(g), g)
     ours = _bold_cells(md, g)
     paper = {b for b in PAPER_BOLD if b[0] == g}
     # the paper's one tie after rounding (Table 3, Eff, Gaussian: four green methods at 0.05) is bolded as a tie here
@@ -131,20 +132,20 @@ def test_paper_table_reproduces_paper_markers_and_bold(g):
 
 def test_paper_table_bad_input():
     with pytest.raises(ValueError, match="guarantee"):
-        E.paper_table(_paper_df("mc"), "ccc")
+        report.paper_table(_paper_df("mc"), "ccc")
     d = pd.concat([_paper_df("mc"), _paper_df("mc").assign(heterogeneity="mild")])
     with pytest.raises(ValueError, match="heterogeneity"):
-        E.paper_table(d, "mc")
+        report.paper_table(d, "mc")
 
 def test_compare_with_paper_on_paper_values_is_zero_difference():
     d = _paper_df("mc")
     for c in ("MC_se", "CMC_se", "Eff_se"):
         d[c] = 0.01
-    cmp = E.compare_with_paper(d, "mc")
+    cmp = report.compare_with_paper(d, "mc")
     assert len(cmp) == 8 * 9 * 3
     assert np.allclose(cmp["diff"], 0, atol=1e-9)
     assert (cmp.marker_ours == cmp.marker_paper).all()
-    md = E.comparison_markdown(cmp)
+    md = report.comparison_markdown(cmp)
     assert "Colour bands agree in 100%" in md
 
 # ---------------------------------------------------------------- integration (real modules)
@@ -161,7 +162,7 @@ def cache_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gaussian_run(cache_dir):
-    return E.run_grid(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
+    return runner.run_grid(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
 
 def _check_rows(df, n_methods):
     assert len(df) == 2 * n_methods
@@ -189,11 +190,11 @@ def test_gaussian_every_method_both_guarantees(gaussian_run):
 
 def test_real_dataset_every_method(cache_dir, require_dataset):
     d = require_dataset("airfoil")
-    df = E.run_grid(["airfoil"], None, ["mc", "ccc"], data_dir=d, cache_dir=cache_dir, **SMALL)
+    df = runner.run_grid(["airfoil"], None, ["mc", "ccc"], data_dir=d, cache_dir=cache_dir, **SMALL)
     _check_rows(df, len(baselines.METHODS))
 
 def test_oracle_weights_rows(cache_dir):
-    df = E.run_grid(["gaussian"], ["PFWCP", "FWCP"], ["mc"], weights=["estimated", "oracle"], cache_dir=cache_dir,
+    df = runner.run_grid(["gaussian"], ["PFWCP", "FWCP"], ["mc"], weights=["estimated", "oracle"], cache_dir=cache_dir,
                     **{**SMALL, "n_sims": 3})
     assert sorted(df.method) == ["FWCP", "FWCP-oracle", "PFWCP", "PFWCP-oracle"]
     assert (df.n_errors == 0).all()
@@ -203,7 +204,7 @@ def test_oracle_weights_rows(cache_dir):
     assert not np.array_equal(est["size"], orc["size"])
 
 def test_run_experiment_one_guarantee(cache_dir, gaussian_run):
-    df = E.run_experiment("gaussian", ["CP", "PFWCP"], "ccc", cache_dir=cache_dir, **SMALL)
+    df = runner.run_experiment("gaussian", ["CP", "PFWCP"], "ccc", cache_dir=cache_dir, **SMALL)
     assert list(df.method) == ["CP", "PFWCP"] and (df.guarantee == "ccc").all()
     ref = gaussian_run.set_index(["method", "guarantee"])
     for r in df.itertuples():                       # read back from the cache: identical to the grid run
@@ -216,9 +217,9 @@ def test_run_experiment_one_guarantee(cache_dir, gaussian_run):
 ])
 def test_run_grid_bad_input(kw, match, tmp_path):
     with pytest.raises(ValueError, match=match):
-        E.run_grid(**{"datasets": ["gaussian"], "cache_dir": tmp_path, "progress": False, **kw})
+        runner.run_grid(**{"datasets": ["gaussian"], "cache_dir": tmp_path, "progress": False, **kw})
     with pytest.raises(ValueError, match="dataset"):
-        E.run_experiment(["gaussian"])
+        runner.run_experiment(["gaussian"])
 
 # ---------------------------------------------------------------- cache, resume, CLI
 
@@ -234,13 +235,13 @@ def _count_calls(monkeypatch, name, fail_after=None):
     return calls
 
 def test_resume_recomputes_only_the_deleted_cell(cache_dir, gaussian_run, monkeypatch):
-    cfg = E.RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**E.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
-    cache = E.ResultCache(cache_dir)
+    cfg = RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**pipeline.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
+    cache = ResultCache(cache_dir)
     victim = cache.cell_path(cfg, "FCP", "mc", "estimated")
     assert victim.exists()
     victim.unlink()
     n_fcp, n_cp = _count_calls(monkeypatch, "FCP"), _count_calls(monkeypatch, "CP")
-    df = E.run_grid(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
+    df = runner.run_grid(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
     assert n_fcp["n"] == SMALL["n_sims"] and n_cp["n"] == 0     # one cell x all draws; nothing else recomputed
     assert victim.exists()
     pd.testing.assert_frame_equal(df.drop(columns=["seconds", "draw_seconds"]),
@@ -252,13 +253,13 @@ def test_resume_after_interrupt_gives_identical_results(cache_dir, gaussian_run,
     shutil.copytree(Path(cache_dir) / "models", tmp_path / "models")
     calls = _count_calls(monkeypatch, "PFWCP", fail_after=4)         # dies in the second chunk of 3 draws
     with pytest.raises(KeyboardInterrupt):
-        E.run_grid(["gaussian"], ["PFWCP", "CP"], ["mc"], cache_dir=tmp_path, **SMALL)
+        runner.run_grid(["gaussian"], ["PFWCP", "CP"], ["mc"], cache_dir=tmp_path, **SMALL)
     chunks = list((tmp_path / "chunks").rglob("*.npz"))
     assert len(chunks) == 2                         # chunk 0-3 of both cells finished; chunk 3-6 not
     assert not list((tmp_path / "cells").glob("*.npz"))
     monkeypatch.undo()
     calls = _count_calls(monkeypatch, "PFWCP")
-    df = E.run_grid(["gaussian"], ["PFWCP", "CP"], ["mc"], cache_dir=tmp_path, **SMALL)
+    df = runner.run_grid(["gaussian"], ["PFWCP", "CP"], ["mc"], cache_dir=tmp_path, **SMALL)
     assert calls["n"] == 3                          # only the unfinished chunk
     ref = gaussian_run.attrs["draws"]
     for key, arr in df.attrs["draws"].items():
@@ -268,7 +269,7 @@ def test_resume_after_interrupt_gives_identical_results(cache_dir, gaussian_run,
 
 def test_cli_smoke(cache_dir, tmp_path):
     out = tmp_path / "out"
-    E.main(["--datasets", "gaussian", "--methods", "CP", "FCP", "PFWCP", "--n-sims", "6", "--n-test", "50",
+    runner.main(["--datasets", "gaussian", "--methods", "CP", "FCP", "PFWCP", "--n-sims", "6", "--n-test", "50",
             "--chunk-size", "3", "--out", str(out), "--cache", str(cache_dir), "--train-kw", json.dumps(FAST),
             "--no-progress"])
     for f in ("results.csv", "table_mc_severe.md", "table_ccc_severe.md", "compare_mc_severe.md",
@@ -284,7 +285,7 @@ def test_cli_smoke(cache_dir, tmp_path):
     table = (out / "table_mc_severe.md").read_text()
     assert "| **MC (%)** | CP |" in table and "Produced by:" in table
     # a second run into the same folder (other methods) merges its rows into results.csv and the tables
-    E.main(["--datasets", "gaussian", "--methods", "FWCP", "--guarantee", "mc", "--n-sims", "6", "--n-test", "50",
+    runner.main(["--datasets", "gaussian", "--methods", "FWCP", "--guarantee", "mc", "--n-sims", "6", "--n-test", "50",
             "--chunk-size", "3", "--out", str(out), "--cache", str(cache_dir), "--train-kw", json.dumps(FAST),
             "--no-progress", "--no-figures"])
     res = pd.read_csv(out / "results.csv")
@@ -292,7 +293,7 @@ def test_cli_smoke(cache_dir, tmp_path):
     assert "| FWCP |" in (out / "table_mc_severe.md").read_text()
     for bad in (["--datasets", "nope"], ["--datasets", "gaussian", "--train-kw", "{bad json"]):
         with pytest.raises(SystemExit) as e:
-            E.main(bad + ["--out", str(out)])
+            runner.main(bad + ["--out", str(out)])
         assert e.value.code == 2
 
 def test_write_outputs_removes_only_its_own_stale_figures(gaussian_run, tmp_path):
@@ -302,14 +303,14 @@ def test_write_outputs_removes_only_its_own_stale_figures(gaussian_run, tmp_path
     kept = ["figure1_star.png", "boxplots_notes.txt", "my_boxplots.png", "coverage_efficiency_mc_severe.pdf"]
     for name in stale + kept:
         (figs / name).write_text("an earlier run")
-    paths = E.write_outputs(gaussian_run, tmp_path)
+    paths = report.write_outputs(gaussian_run, tmp_path)
     made = {"boxplots_gaussian_mc_severe.png", "boxplots_gaussian_ccc_severe.png",
             "coverage_efficiency_mc_severe.png", "coverage_efficiency_ccc_severe.png"}
     assert {p.name for p in paths if p.parent == figs} == made
     assert {f.name for f in figs.iterdir()} == made | set(kept)
     # without figures the folder is left alone
     (figs / stale[0]).write_text("an earlier run")
-    E.write_outputs(gaussian_run, tmp_path, figures=False)
+    report.write_outputs(gaussian_run, tmp_path, figures=False)
     assert (figs / stale[0]).is_file()
 
 # ---------------------------------------------------------------- localizer samples per pool point
@@ -319,7 +320,7 @@ def _toy_setup_with_localizer(fed):
     class Mean:
         def predict(self, X): return np.asarray(X).sum(1) * 0.0
     loc = baselines.Localizer(baselines.FoldedNormalSampler(0.1, 0.3), n_samples=50)
-    return E.TrainedSetup(fed.name, fed.heterogeneity, 0, fed.K, fed.task, Mean(),
+    return pipeline.TrainedSetup(fed.name, fed.heterogeneity, 0, fed.K, fed.task, Mean(),
                           [lambda X: np.ones(len(X))] * fed.K, localizer=loc)
 
 def test_pool_localizer_samples_are_gathered_per_pool_point(require_dataset):
@@ -327,23 +328,23 @@ def test_pool_localizer_samples_are_gathered_per_pool_point(require_dataset):
     d = require_dataset("airfoil")
     fed = make_federation("airfoil", "severe", K=4, seed=0, data_dir=d)
     st = _toy_setup_with_localizer(fed)
-    Zp = E.pool_localizer_samples(st, fed)
+    Zp = pipeline.pool_localizer_samples(st, fed)
     assert Zp.shape == (len(fed._pool_X), 50) and np.all(np.diff(Zp, axis=1) >= 0)
-    draw = E.sample_draw(st, fed, 3, n_cal=20, n_test=15, loc_pool=Zp)["estimated"]
+    draw = pipeline.sample_draw(st, fed, 3, n_cal=20, n_test=15, loc_pool=Zp)["estimated"]
     # the draw's localized calibration scores are F_hat evaluated on the pool rows of its points
-    rng = E._rng(0, 1, 3)
+    rng = pipeline._rng(0, 1, 3)
     cal = [fed.sample(k, 20, rng, return_info=True) for k in range(fed.K)]
     for k, (X, y, info) in enumerate(cal):
         expect = st.localizer.cdf_from_samples(Zp[info["index"]], np.abs(y))
         np.testing.assert_array_equal(draw.loc_cal_scores[k], expect)
     # a point drawn twice (same pool row) gets the same localized score in different draws
-    d2 = E.sample_draw(st, fed, 4, n_cal=20, n_test=15, loc_pool=Zp)["estimated"]
+    d2 = pipeline.sample_draw(st, fed, 4, n_cal=20, n_test=15, loc_pool=Zp)["estimated"]
     assert d2.loc_cal_scores[0].shape == (20,)
 
 def test_pool_localizer_samples_none_for_synthetic():
     from pfwcp_nb.data import make_federation
     fed = make_federation("gaussian", "severe", K=3, seed=0)
-    assert E.pool_localizer_samples(_toy_setup_with_localizer(fed), fed) is None
+    assert pipeline.pool_localizer_samples(_toy_setup_with_localizer(fed), fed) is None
 
 def test_localized_fields_precomputed_samples_match_drawn():
     rng = np.random.default_rng(0)
@@ -371,77 +372,77 @@ def test_warnings_are_counted_per_cell_not_dropped(cache_dir, gaussian_run, monk
         w.warn("test warning from CP")
         return cp(draw, *a, **k)
     monkeypatch.setitem(baselines.METHODS, "CP", noisy)
-    df = E.run_grid(["gaussian"], ["CP", "FCP"], ["mc"], cache_dir=cache_dir, **{**SMALL, "n_sims": 4, "chunk_size": 2})
+    df = runner.run_grid(["gaussian"], ["CP", "FCP"], ["mc"], cache_dir=cache_dir, **{**SMALL, "n_sims": 4, "chunk_size": 2})
     got = dict(zip(df.method, df.n_warned))
     assert got == {"CP": 4, "FCP": 0}
-    meta = E.load_cell(next(Path(cache_dir, "cells").glob("gaussian__*__CP__mc__S4_*")))["meta"]
+    meta = load_cell(next(Path(cache_dir, "cells").glob("gaussian__*__CP__mc__S4_*")))["meta"]
     assert meta["warnings"] and "test warning from CP" in meta["warnings"][0]
 
 # ---------------------------------------------------------------- frozen localizer noise (synthetic datasets)
 
 def test_frozen_noise_localized_scores(cache_dir, gaussian_run):
     from pfwcp_nb.data import make_federation
-    cfg = E.RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**E.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
-    st = E.ensure_setup(cfg, E.ResultCache(cache_dir), progress=False)
+    cfg = RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**pipeline.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
+    st = runner.ensure_setup(cfg, ResultCache(cache_dir), progress=False)
     fed = make_federation("gaussian", "severe", K=11, seed=0)
-    fz = E.frozen_localizer(st)
-    new = E.sample_draw(st, fed, 2, n_cal=30, n_test=20, loc_frozen=fz)["estimated"]
-    old = E.sample_draw(st, fed, 2, n_cal=30, n_test=20)["estimated"]          # fresh noise per draw
+    fz = pipeline.frozen_localizer(st)
+    new = pipeline.sample_draw(st, fed, 2, n_cal=30, n_test=20, loc_frozen=fz)["estimated"]
+    old = pipeline.sample_draw(st, fed, 2, n_cal=30, n_test=20)["estimated"]          # fresh noise per draw
     for f in ("cal_scores", "cal_weights", "fwcp_cal_weights"):                  # same data and weights
         for a, b in zip(getattr(new, f), getattr(old, f)):
             np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(new.test_weights, old.test_weights)
     assert not all(np.array_equal(a, b) for a, b in zip(new.loc_cal_scores, old.loc_cal_scores))   # other noise
-    rng = E._rng(0, 1, 2)                                     # the draw's points, in the documented order
+    rng = pipeline._rng(0, 1, 2)                                     # the draw's points, in the documented order
     cal = [fed.sample(k, 30, rng) for k in range(fed.K)]
     for k, (X, y) in enumerate(cal):                          # F_hat of the frozen samples at each point
         np.testing.assert_allclose(new.loc_cal_scores[k], st.localizer.cdf_from_samples(fz.sorted_samples(X),
                                                                                           new.cal_scores[k]), atol=1e-9)
     X = cal[3][0]                                             # one fixed function of X: any batch, any draw
     np.testing.assert_allclose(fz.sorted_samples(X[:4]), fz.sorted_samples(X)[:4], rtol=1e-6)
-    np.testing.assert_allclose(E.frozen_localizer(st).sorted_samples(X), fz.sorted_samples(X), rtol=1e-6)
+    np.testing.assert_allclose(pipeline.frozen_localizer(st).sorted_samples(X), fz.sorted_samples(X), rtol=1e-6)
     with pytest.raises(ValueError, match="2-D"):
         fz.sorted_samples(X[0])
 
 def test_frozen_noise_rejects_other_samplers():
     loc = baselines.Localizer(baselines.FoldedNormalSampler(0.1, 0.3), n_samples=20)
     with pytest.raises(ValueError, match="EngressionSampler"):
-        E.FrozenNoiseSampler(loc, np.random.default_rng(0))
+        pipeline.FrozenNoiseSampler(loc, np.random.default_rng(0))
 
 # ---------------------------------------------------------------- cache keys, n_cal_test, device, cache state
 
 def test_cache_keys_name_the_training_settings_and_ignore_the_device():
-    cfg = E.RunConfig("gaussian")
-    old = E._stable_hash([11, 50, 100, "exact", {}])          # keys of earlier versions
-    cur = E._stable_hash([11, 50, 100, "exact", E.DEFAULT_TRAIN_KW])
-    assert E.DEFAULT_TRAIN_KW["ratios"]["hparams"] == "paper"
+    cfg = RunConfig("gaussian")
+    old = _stable_hash([11, 50, 100, "exact", {}])          # keys of earlier versions
+    cur = _stable_hash([11, 50, 100, "exact", pipeline.DEFAULT_TRAIN_KW])
+    assert pipeline.DEFAULT_TRAIN_KW["ratios"]["hparams"] == "paper"
     assert cfg.cell_key("PFWCP", "mc", "estimated").endswith(cur)             # the default hparams are in the key
     assert not cfg.cell_key("PFWCP", "mc", "estimated").endswith(old)         # cells of earlier versions (no hparams in the key) are not reused
-    assert E.RunConfig("airfoil").cell_key("FGLCP", "mc", "estimated").endswith(cur)    # pooled samples: no tag
+    assert RunConfig("airfoil").cell_key("FGLCP", "mc", "estimated").endswith(cur)    # pooled samples: no tag
     assert not cfg.cell_key("FGLCP", "mc", "estimated").endswith(cur)        # frozen noise: other numbers, new key
-    cuda = E.RunConfig("gaussian", device="cuda")
+    cuda = RunConfig("gaussian", device="cuda")
     assert cuda.setup_key() == cfg.setup_key() and cuda.cell_key("CP", "mc", "oracle") == cfg.cell_key("CP", "mc", "oracle")
-    n1 = E.RunConfig("gaussian", n_cal_test=20)
+    n1 = RunConfig("gaussian", n_cal_test=20)
     assert n1.setup_key() == cfg.setup_key()                  # the trained models do not depend on it
     assert n1.cell_key("CP", "mc", "estimated") != cfg.cell_key("CP", "mc", "estimated")
-    assert n1.cell_key("CP", "mc", "estimated") != E.RunConfig("gaussian", n_cal_test=50).cell_key("CP", "mc", "estimated")
+    assert n1.cell_key("CP", "mc", "estimated") != RunConfig("gaussian", n_cal_test=50).cell_key("CP", "mc", "estimated")
 
 def test_n_cal_test_sizes_of_the_draw():
     from pfwcp_nb.data import make_federation
     fed = make_federation("gaussian", "severe", K=4, seed=0)
     st = _toy_setup_with_localizer(fed)
-    d = E.sample_draw(st, fed, 1, n_cal=20, n_cal_test=5, n_test=15)["estimated"]
+    d = pipeline.sample_draw(st, fed, 1, n_cal=20, n_cal_test=5, n_test=15)["estimated"]
     assert [len(s) for s in d.cal_scores] == [5, 20, 20, 20] and [len(w) for w in d.cal_weights] == [5, 20, 20, 20]
     assert [len(s) for s in d.loc_cal_scores] == [5, 20, 20, 20] and d.test_weights.shape == (15, 4)
     np.testing.assert_array_equal(d.cal_weights[0], np.ones(5))
-    same = E.sample_draw(st, fed, 1, n_cal=20, n_cal_test=20, n_test=15)["estimated"]
-    dflt = E.sample_draw(st, fed, 1, n_cal=20, n_test=15)["estimated"]
+    same = pipeline.sample_draw(st, fed, 1, n_cal=20, n_cal_test=20, n_test=15)["estimated"]
+    dflt = pipeline.sample_draw(st, fed, 1, n_cal=20, n_test=15)["estimated"]
     for a, b in zip(same.cal_scores, dflt.cal_scores):        # n_cal_test = n_cal is the default draw
         np.testing.assert_array_equal(a, b)
 
 def test_n_cal_test_in_results_and_cp_infinite_below_its_minimum(cache_dir, gaussian_run):
     assert (gaussian_run.n_cal_test == 100).all()
-    df = E.run_grid(["gaussian"], ["CP", "PFWCP"], ["mc"], n_cal_test=5, cache_dir=cache_dir, **{**SMALL, "n_sims": 3})
+    df = runner.run_grid(["gaussian"], ["CP", "PFWCP"], ["mc"], n_cal_test=5, cache_dir=cache_dir, **{**SMALL, "n_sims": 3})
     assert (df.n_cal_test == 5).all() and (df.n_errors == 0).all()
     # split CP on n_1 = 5 points at alpha = 0.1 needs the ceil(6 * 0.9) = 6th smallest of 5 scores: always infinite
     assert df.set_index("method").loc["CP", "inf_frac"] == 1.0
@@ -453,17 +454,17 @@ def test_n_cal_test_in_results_and_cp_infinite_below_its_minimum(cache_dir, gaus
 ])
 def test_run_grid_bad_new_options(kw, match, tmp_path):
     with pytest.raises(ValueError, match=match):
-        E.run_grid(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, progress=False, **kw)
+        runner.run_grid(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, progress=False, **kw)
 
 def test_train_setup_bad_device():
     with pytest.raises(ValueError, match="device"):
-        E.train_setup("gaussian", device="tpu", progress=False)
+        pipeline.train_setup("gaussian", device="tpu", progress=False)
 
 def test_cache_cold_then_warm(tmp_path):
     kw = dict(n_sims=2, n_test=20, chunk_size=2, train_kw={"predictor": {"epochs": 5}, "ratios": {"epochs": 5}},
               cache_dir=tmp_path, progress=False)
-    first = E.run_grid(["gaussian"], ["CP"], ["mc"], **kw)
+    first = runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw)
     assert first.attrs["cache"] == "cold"
-    assert E.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "warm"             # the cell
-    assert E.run_grid(["gaussian"], ["FCP"], ["mc"], **kw).attrs["cache"] == "warm"            # the models
-    assert E.run_grid(["gaussian"], ["CP"], ["mc"], **{**kw, "cache_dir": None}).attrs["cache"] == "cold"
+    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "warm"             # the cell
+    assert runner.run_grid(["gaussian"], ["FCP"], ["mc"], **kw).attrs["cache"] == "warm"            # the models
+    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **{**kw, "cache_dir": None}).attrs["cache"] == "cold"

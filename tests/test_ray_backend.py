@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pfwcp_nb import experiments as E
+from pfwcp_nb import pipeline, runner
+from pfwcp_nb.cache import ResultCache, RunConfig
 
 ray = pytest.importorskip("ray", reason="the Ray backend needs the flower extra: pip install \"pfwcp_nb[flower]\"")
 
@@ -34,23 +35,23 @@ def _same(a: pd.DataFrame, b: pd.DataFrame):
 
 
 def test_ray_backend_identical_to_process_backend_and_resumes(local_ray, tmp_path):
-    ref = E.run_grid(["gaussian"], METHODS, ["mc", "ccc"], cache_dir=tmp_path / "process", **KW)
-    got = E.run_grid(["gaussian"], METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
+    ref = runner.run_grid(["gaussian"], METHODS, ["mc", "ccc"], cache_dir=tmp_path / "process", **KW)
+    got = runner.run_grid(["gaussian"], METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
     assert got.attrs["cache"] == "cold" and (got.n_errors == 0).all()
     _same(got, ref)
     assert len(list((tmp_path / "ray" / "models").glob("*.pkl"))) == 1     # the driver cached the trained models
     assert not list((tmp_path / "ray" / "chunks").rglob("*.npz"))           # chunks merged into cells
-    cfg = E.RunConfig("gaussian", n_sims=4, n_test=30, seed=3, train_kw=json.dumps({**E.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
-    victim = E.ResultCache(tmp_path / "ray").cell_path(cfg, "FGLCP", "ccc", "estimated")
+    cfg = RunConfig("gaussian", n_sims=4, n_test=30, seed=3, train_kw=json.dumps({**pipeline.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
+    victim = ResultCache(tmp_path / "ray").cell_path(cfg, "FGLCP", "ccc", "estimated")
     others = {p: p.stat().st_mtime_ns for p in (tmp_path / "ray" / "cells").glob("*.npz") if p != victim}
     victim.unlink()
-    again = E.run_grid(["gaussian"], METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
+    again = runner.run_grid(["gaussian"], METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
     assert again.attrs["cache"] == "warm" and victim.exists()
     assert all(p.stat().st_mtime_ns == t for p, t in others.items())       # nothing else recomputed
     _same(again, ref)
 
 
 def test_ray_backend_without_ray_names_the_extra(monkeypatch, tmp_path):
-    monkeypatch.setattr(E, "ray", None)
+    monkeypatch.setattr(runner, "ray", None)
     with pytest.raises(ImportError, match=r'pip install "pfwcp_nb\[flower\]"'):
-        E.run_grid(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, backend="ray", **{**KW, "n_sims": 1})
+        runner.run_grid(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, backend="ray", **{**KW, "n_sims": 1})
