@@ -11,32 +11,24 @@ import argparse
 __all__ = ['cli_positive_int', 'cli_nonneg_int', 'cli_level']
 
 # %% ../nbs/08b_argtypes.ipynb #994d48d6
+def _cli_number(text: str, cast, ok, expected: str, bad: str):
+    "Parse `text` with `cast` and check it with `ok`; an argparse error that says what was `expected` otherwise."
+    try:
+        v = cast(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not ok(v):                              # NaN fails every comparison, so it is refused here too
+        raise argparse.ArgumentTypeError(f"{bad}, got {text}")
+    return v
+
 def cli_positive_int(text: str) -> int:
     "argparse `type=`: an integer >= 1 (`--n-sims`, `--n-test`, `--n-cal-test`, `--jobs`, `--chunk-size`)."
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer (>= 1), got {v}")
-    return v
+    return _cli_number(text, int, lambda v: v >= 1, "a positive integer", "must be a positive integer (>= 1)")
 
 def cli_nonneg_int(text: str) -> int:
     "argparse `type=`: an integer >= 0 (`--seed`)."
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {v}")
-    return v
+    return _cli_number(text, int, lambda v: v >= 0, "a non-negative integer", "must be a non-negative integer")
 
 def cli_level(text: str) -> float:
     "argparse `type=`: a number strictly between 0 and 1 (`--alpha`, `--delta`)."
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0.0 < v < 1.0:                      # NaN fails this test too
-        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
-    return v
+    return _cli_number(text, float, lambda v: 0.0 < v < 1.0, "a number in (0, 1)", "must lie strictly between 0 and 1")
