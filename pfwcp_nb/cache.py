@@ -10,6 +10,7 @@ import json
 import os
 import pickle
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,6 +110,19 @@ class ResultCache:
     "Layout of the cache directory: trained setups, finished cells and chunk files."
     def __init__(self, root):
         self.root = Path(root)
+    def load_setup(self, cfg: RunConfig):
+        """The cached trained setup of `cfg`, or None when there is none or it cannot be read (a cache written by
+        another version of the package: then a warning says so and the models are trained again)."""
+        path = self.setup_path(cfg)
+        if not path.exists():
+            return None
+        try:
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except (ImportError, AttributeError, EOFError, pickle.UnpicklingError) as e:
+            warnings.warn(f"the cached models {path} cannot be read by this version of pfwcp_nb ({e!r}); "
+                          "training them again (delete the cache folder to silence this).", stacklevel=2)
+            return None
     def setup_path(self, cfg: RunConfig) -> Path:
         return self.root / "models" / f"{cfg.setup_key()}.pkl"
     def cell_path(self, cfg: RunConfig, method: str, guarantee: str, weights: str) -> Path:

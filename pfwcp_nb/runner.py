@@ -72,9 +72,7 @@ def ensure_setup(cfg: RunConfig, cache: ResultCache, *, data_dir=None, need_loca
     if st is not None and not _missing_parts(st, need_localizer):
         return st
     path = cache.setup_path(cfg)
-    if path.exists():
-        with open(path, "rb") as f:
-            st = pickle.load(f)
+    st = cache.load_setup(cfg)
     if st is None or _missing_parts(st, need_localizer):     # train what is missing, reuse the rest
         st = train_setup(cfg.dataset, cfg.heterogeneity, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train,
                          n_eng=max(1, cfg.n_cal // 2), data_dir=data_dir, train_kw=json.loads(cfg.train_kw),
@@ -485,10 +483,7 @@ def _execute_ray(work, cache: ResultCache, data_dir, address: str | None, jobs: 
     kind, refs = {}, []
     try:
         for cfg, need_loc, todo in work:
-            path, st = cache.setup_path(cfg), None
-            if path.exists():
-                with open(path, "rb") as f:
-                    st = pickle.load(f)
+            st = cache.load_setup(cfg)
             if st is not None and not _missing_parts(st, need_loc):
                 kind[ref := ray.put(st)] = ("trained", cfg, todo, False)
             else:

@@ -468,3 +468,14 @@ def test_cache_cold_then_warm(tmp_path):
     assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "warm"             # the cell
     assert runner.run_grid(["gaussian"], ["FCP"], ["mc"], **kw).attrs["cache"] == "warm"            # the models
     assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **{**kw, "cache_dir": None}).attrs["cache"] == "cold"
+
+
+def test_unreadable_cached_models_warn_and_are_retrained(tmp_path):
+    "A models pickle of another package version (here: a class in a module that does not exist) is not a crash."
+    cache, cfg = ResultCache(tmp_path), RunConfig("gaussian")
+    path = cache.setup_path(cfg)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"cpfwcp_nb.no_such_module\nTrainedSetup\n.")      # protocol-0 pickle of a missing class
+    with pytest.warns(UserWarning, match="cannot be read by this version"):
+        assert cache.load_setup(cfg) is None
+    assert cache.load_setup(RunConfig("poisson")) is None               # no file: None, no warning
