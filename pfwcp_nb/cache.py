@@ -67,17 +67,21 @@ def method_label(method: str, weights: str) -> str:
     return method + ("-oracle" if weights == "oracle" else "")
 
 # %% ../nbs/08e_cache.ipynb #aa469c27
-def atomic_save_npz(path: Path, **arrays):
-    "Write `arrays` to `path` (.npz) through a temporary file and `os.replace`: the whole file or none."
+def _atomic_write(path: Path, suffix: str, write):
+    "Call `write(tmp)` on a temporary file beside `path`, then `os.replace` it onto `path`: the whole file or none."
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=suffix)
     os.close(fd)
     try:
-        np.savez(tmp, **arrays)
+        write(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+def atomic_save_npz(path: Path, **arrays):
+    "Write `arrays` to `path` (.npz) atomically (`_atomic_write`)."
+    _atomic_write(path, ".npz", lambda tmp: np.savez(tmp, **arrays))
 
 def _dumps(obj) -> bytes:
     "pickle, or cloudpickle (a dependency of scikit-learn's joblib) for models that hold closures."
@@ -87,17 +91,9 @@ def _dumps(obj) -> bytes:
         return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 def atomic_pickle(path: Path, obj):
-    "Pickle `obj` to `path` (cloudpickle for closures) through a temporary file and `os.replace`."
-    path.parent.mkdir(parents=True, exist_ok=True)
+    "Pickle `obj` to `path` (cloudpickle for closures) atomically (`_atomic_write`)."
     data = _dumps(obj)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pkl")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    _atomic_write(path, ".pkl", lambda tmp: Path(tmp).write_bytes(data))
 
 def load_cell(path) -> dict:
     "Read a cell file: per-draw `coverage`, `size`, `inf_count` arrays and the `meta` dict."
