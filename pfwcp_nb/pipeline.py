@@ -42,8 +42,8 @@ class TrainedSetup:
     task: str
     predictor: object
     ratios: list                    # K callables X -> omega^k(X) (index 0: ones)
-    fwcp: object = None             # FWCP's classifier (baselines), or None
-    localizer: object = None        # engression localizer (baselines), or None
+    fwcp: object = None             # FWCP's classifier (`density_ratio.fit_fwcp_ratio`), or None
+    localizer: object = None        # engression localizer (`localizer.fit_localizer`), or None
     seconds: dict = field(default_factory=dict)
     train_kw: dict = field(default_factory=dict)
 
@@ -255,12 +255,12 @@ def sample_draw(setup: TrainedSetup, # the trained models
 # %% ../nbs/08c_pipeline.ipynb #70d64818
 class FrozenNoiseSampler:
     "Sorted score samples g(X, eps_j), j < M, of an engression localizer with its M noise vectors drawn once."
-    def __init__(self, loc, # a `baselines.Localizer` whose sampler is a `baselines.EngressionSampler`
+    def __init__(self, loc, # a `localizer.Localizer` whose sampler is a `localizer.EngressionSampler`
                  rng: np.random.Generator, # stream of the M noise vectors (drawn here, once)
                  batch: int = 64, # points per evaluation block (memory: batch x M x hidden floats)
                 ):
         if not isinstance(loc.sampler, EngressionSampler):
-            raise ValueError(f"FrozenNoiseSampler needs a localizer with a `baselines.EngressionSampler`, got "
+            raise ValueError(f"FrozenNoiseSampler needs a localizer with a `localizer.EngressionSampler`, got "
                              f"{type(loc.sampler).__name__}; use fresh samples (`sample_draw(..., loc_frozen=None)`).")
         eng = loc.sampler.model
         net = eng.model
@@ -268,7 +268,7 @@ class FrozenNoiseSampler:
         if net.resblock or eng.is_gem or not isinstance(net.out_layer, torch.nn.Linear) or \
                 not all(isinstance(L.out_act, torch.nn.ReLU) for L in hidden):
             raise ValueError("FrozenNoiseSampler needs an engression StoNet without residual blocks, with ReLU hidden "
-                             "layers and a linear output (as `baselines.fit_localizer` trains); use fresh samples "
+                             "layers and a linear output (as `localizer.fit_localizer` trains); use fresh samples "
                              "(`sample_draw(..., loc_frozen=None)`) for other models.")
         M = loc.n_samples
         f64 = lambda t: t.detach().to("cpu", torch.float64).numpy()
