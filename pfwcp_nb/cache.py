@@ -17,7 +17,7 @@ from pathlib import Path
 import cloudpickle
 import numpy as np
 
-from .baselines import get_spec
+from .baselines import ORACLE_SUFFIX, get_spec
 from .data import DATASET_SPECS
 from .pipeline import DEFAULT_TRAIN_KW
 
@@ -65,7 +65,7 @@ class RunConfig:
 
 def method_label(method: str, weights: str) -> str:
     "Name of a method in the tables: the oracle-weight variants get the suffix '-oracle'."
-    return method + ("-oracle" if weights == "oracle" else "")
+    return method + (ORACLE_SUFFIX if weights == "oracle" else "")
 
 # %% ../nbs/08e_cache.ipynb #aa469c27
 def _atomic_write(path: Path, suffix: str, write):
