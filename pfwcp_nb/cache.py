@@ -17,16 +17,17 @@ from pathlib import Path
 import cloudpickle
 import numpy as np
 
+from .baselines import ORACLE_SUFFIX, get_spec
+from .data import DATASET_SPECS
 from .pipeline import DEFAULT_TRAIN_KW
 
 # %% auto #0
-__all__ = ['LOCALIZED_METHODS', 'FROZEN_NOISE_DATASETS', 'RunConfig', 'method_label', 'atomic_save_npz', 'atomic_pickle',
-           'load_cell', 'ResultCache']
+__all__ = ['frozen_noise', 'RunConfig', 'method_label', 'atomic_save_npz', 'atomic_pickle', 'load_cell', 'ResultCache']
 
 # %% ../nbs/08e_cache.ipynb #f9d166ff
-LOCALIZED_METHODS = ("FGLCP", "osPFWGLCP")
-
-FROZEN_NOISE_DATASETS = ("gaussian", "poisson")   # fresh points per draw: localized samples by `FrozenNoiseSampler`
+def frozen_noise(dataset: str) -> bool:
+    "Whether the localized samples of `dataset` come from `pipeline.FrozenNoiseSampler` (a synthetic population: fresh points per draw, no pool)."
+    return DATASET_SPECS[dataset].shift == "gaussian"
 
 def _stable_hash(obj) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:10]
@@ -56,7 +57,7 @@ class RunConfig:
     def cell_key(self, method: str, guarantee: str, weights: str) -> str:
         h = _stable_hash([self.K, self.n_train, self.n_cal, self.engine, json.loads(self.train_kw)]
                          + ([] if self.n_cal_test is None else [{"n_cal_test": self.n_cal_test}])
-                         + (["frozen-noise"] if method in LOCALIZED_METHODS and self.dataset in FROZEN_NOISE_DATASETS
+                         + (["frozen-noise"] if get_spec(method).needs_localizer and frozen_noise(self.dataset)
                             else []))
         lv = f"a{self.alpha:g}" + ("" if guarantee == "mc" else f"_d{self.delta:g}")
         return (f"{self.dataset}__{self.heterogeneity}__{weights}__{method}__{guarantee}__"
@@ -64,7 +65,7 @@ class RunConfig:
 
 def method_label(method: str, weights: str) -> str:
     "Name of a method in the tables: the oracle-weight variants get the suffix '-oracle'."
-    return method + ("-oracle" if weights == "oracle" else "")
+    return method + (ORACLE_SUFFIX if weights == "oracle" else "")
 
 # %% ../nbs/08e_cache.ipynb #aa469c27
 def _atomic_write(path: Path, suffix: str, write):

@@ -12,10 +12,11 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .baselines import CalibrationDraw, EngressionSampler, fit_localizer, fwcp_fields, localized_fields
+from .baselines import CalibrationDraw, fwcp_fields, localized_fields
 from .data import brightness, make_federation
 from .density_ratio import fit_density_ratios, fit_fwcp_ratio, oracle_density_ratios
 from .federated import train_predictor
+from .localizer import EngressionSampler, fit_localizer
 
 # %% auto #0
 __all__ = ['DEFAULT_TRAIN_KW', 'TrainedSetup', 'train_setup', 'draw_seed', 'pool_localizer_samples', 'sample_draw',
@@ -41,18 +42,30 @@ class TrainedSetup:
     task: str
     predictor: object
     ratios: list                    # K callables X -> omega^k(X) (index 0: ones)
-    fwcp: object = None             # FWCP's classifier (baselines), or None
-    localizer: object = None        # engression localizer (baselines), or None
+    fwcp: object = None             # FWCP's classifier (`density_ratio.fit_fwcp_ratio`), or None
+    localizer: object = None        # engression localizer (`localizer.fit_localizer`), or None
     seconds: dict = field(default_factory=dict)
     train_kw: dict = field(default_factory=dict)
 
-# %% ../nbs/08c_pipeline.ipynb #d545b532
+# %% ../nbs/08c_pipeline.ipynb #098a0238
 def _train_data(fed, n_train: int, seed: int):
     "The training split: `n_train` points of every agent from the training stream of `seed`."
     rng = _rng(seed, 0)
     parts = [fed.sample(k, n_train, rng, return_info=True) for k in range(fed.K)]
     return [p[0] for p in parts], [p[1] for p in parts], [p[2] for p in parts]
 
+def _train_localizer(fed, predictor, ratios, n_eng: int, seed: int, lkw: dict, progress: bool):
+    "The engression localizer, on the scores of its own split D_eng (`n_eng` points per agent, stream (seed, 2))."
+    rng = _rng(seed, 2)                                   # the engression split D_eng, drawn once
+    eng = [fed.sample(k, n_eng, rng) for k in range(fed.K)]
+    st = TrainedSetup(fed.name, fed.heterogeneity, seed, fed.K, fed.task, predictor, list(ratios))
+    s_eng = [_scores(st, Xe, ye) for Xe, ye in eng]
+    lkw = dict(lkw)
+    if predictor.pca is not None:
+        lkw.setdefault("features", predictor.pca.transform)     # images: engression on the predictor's PCA
+    return fit_localizer([Xe for Xe, _ in eng], s_eng, seed=seed, progress=progress, **lkw)
+
+# %% ../nbs/08c_pipeline.ipynb #d545b532
 def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                 heterogeneity: str = "severe", # "severe", "moderate" or "mild"
                 *,
@@ -97,14 +110,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         secs["fwcp"] = time.perf_counter() - t0
     if localizer is None and need_localizer:
         t0 = time.perf_counter()
-        rng = _rng(seed, 2)                                   # the engression split D_eng, drawn once
-        eng = [fed.sample(k, n_eng, rng) for k in range(fed.K)]
-        st = TrainedSetup(fed.name, fed.heterogeneity, seed, K, fed.task, predictor, list(ratios))
-        s_eng = [_scores(st, Xe, ye) for Xe, ye in eng]
-        lkw = dict(kw.get("localizer", {}))
-        if predictor.pca is not None:
-            lkw.setdefault("features", predictor.pca.transform)     # images: engression on the predictor's PCA
-        localizer = fit_localizer([Xe for Xe, _ in eng], s_eng, seed=seed, progress=progress, **lkw)
+        localizer = _train_localizer(fed, predictor, ratios, n_eng, seed, kw.get("localizer", {}), progress)
         secs["localizer"] = time.perf_counter() - t0
     return TrainedSetup(dataset=fed.name, heterogeneity=fed.heterogeneity, seed=seed, K=K, task=fed.task,
                         predictor=predictor, ratios=list(ratios), fwcp=fwcp, localizer=localizer, seconds=secs,
@@ -156,7 +162,7 @@ def pool_localizer_samples(setup: TrainedSetup, # the trained models (with a loc
     if loc is None or kind not in ("tilting", "cifar"):
         return None
     rng = _rng(setup.seed, 3)
-    P = fed._pool_X
+    P = fed.pool[0]
     if kind == "tilting":
         return np.concatenate([loc.sorted_samples(P[i:i + batch], rng) for i in range(0, len(P), batch)])
     out = []
@@ -171,6 +177,43 @@ def pool_localizer_samples(setup: TrainedSetup, # the trained models (with a loc
 def _pool_gather(Zp: np.ndarray, info: dict) -> np.ndarray:
     "Rows of `pool_localizer_samples` for the points of one `Federation.sample(..., return_info=True)` call."
     return Zp[info["index"]] if Zp.ndim == 2 else Zp[info["severity"], info["index"]]
+
+# %% ../nbs/08c_pipeline.ipynb #9d904bb5
+def _draw_scores(setup: TrainedSetup, allX, cal_y: list, test_y, sizes: list):
+    "Scores of a draw in one predictor pass over all its points: (K calibration arrays, test scores, test labels)."
+    cuts, n = np.cumsum(sizes)[:-1], sum(sizes)
+    if setup.task == "regression":
+        s_all = _scores(setup, allX, np.concatenate(cal_y + [test_y]))
+        return np.split(s_all[:n], cuts), s_all[n:], None
+    S_all = _scores(setup, allX, None)
+    yc = np.concatenate(cal_y).astype(int)
+    return np.split(S_all[:n][np.arange(len(yc)), yc], cuts), S_all[n:], np.asarray(test_y, dtype=int)
+
+def _draw_loc_samples(setup, sim, allX, cal_X, cal_info, test_X, test_info, sizes, loc_pool, loc_frozen) -> tuple:
+    "The localizer's sorted samples (K arrays (n_k, M), (m, M)): gathered from the pool, frozen noise, or fresh."
+    if loc_pool is not None:
+        return [_pool_gather(loc_pool, ci) for ci in cal_info], _pool_gather(loc_pool, test_info)
+    if loc_frozen is not None:                       # one pass over all the draw's points, then split per agent
+        Z = np.split(loc_frozen.sorted_samples(allX), np.cumsum(sizes))
+        return Z[:len(cal_X)], Z[len(cal_X)]
+    lrng = np.random.default_rng(draw_seed(setup.seed, sim))
+    return ([setup.localizer.sorted_samples(Xk, lrng) for Xk in cal_X], setup.localizer.sorted_samples(test_X, lrng))
+
+def _draw_weights(setup, fed, kind: str, oracle, cal_X: list, cal_info: list, test_X, test_info):
+    "Weights omega^k of the calibration points (K arrays, agent 0 ones) and of the test points (m, K), of one kind."
+    if kind not in ("estimated", "oracle"):
+        raise ValueError(f"`weights` entries must be 'estimated' or 'oracle', got {kind!r}.")
+    fns = oracle if oracle is not None else oracle_density_ratios(fed) if kind == "oracle" else None
+    K, m = len(cal_X), len(test_X)
+    cal_w, test_w = [np.ones(len(cal_X[0]))], np.ones((m, K))
+    for k in range(1, K):
+        if kind == "estimated":                  # one pass of ratio model k over its calibration and the test points
+            w = np.asarray(setup.ratios[k](np.concatenate([cal_X[k], test_X])), dtype=float).reshape(-1)
+            cal_w.append(w[:len(cal_X[k])]); test_w[:, k] = w[len(cal_X[k]):]
+        else:
+            cal_w.append(_call_oracle(fns[k], cal_X[k], cal_info[k]))
+            test_w[:, k] = _call_oracle(fns[k], test_X, test_info)
+    return cal_w, test_w
 
 # %% ../nbs/08c_pipeline.ipynb #88429e9c
 def sample_draw(setup: TrainedSetup, # the trained models
@@ -190,50 +233,18 @@ def sample_draw(setup: TrainedSetup, # the trained models
     rng = _rng(setup.seed, 1, sim)
     K = fed.K
     sizes = [n_cal if n_cal_test is None else n_cal_test] + [n_cal] * (K - 1)
-    cuts = np.cumsum(sizes)[:-1]
     cal = [fed.sample(k, sizes[k], rng, return_info=True) for k in range(K)]
     test_X, test_y, test_info = fed.sample(0, n_test, rng, return_info=True)
     cal_X, cal_y, cal_info = [c[0] for c in cal], [c[1] for c in cal], [c[2] for c in cal]
     allX = np.concatenate(cal_X + [test_X])
-    if setup.task == "regression":
-        s_all = _scores(setup, allX, np.concatenate(cal_y + [test_y]))
-        cal_scores = np.split(s_all[:sum(sizes)], cuts)
-        test_scores, test_labels = s_all[sum(sizes):], None
-    else:
-        S_all = _scores(setup, allX, None)
-        cal_S = S_all[:sum(sizes)]
-        yc = np.concatenate(cal_y).astype(int)
-        cal_scores = np.split(cal_S[np.arange(len(yc)), yc], cuts)
-        test_scores, test_labels = S_all[sum(sizes):], np.asarray(test_y, dtype=int)
+    cal_scores, test_scores, test_labels = _draw_scores(setup, allX, cal_y, test_y, sizes)
     loc_samples = None                       # the localizer's sorted samples, shared by every weight kind
     if localize and setup.localizer is not None:
-        if loc_pool is not None:
-            loc_samples = ([_pool_gather(loc_pool, ci) for ci in cal_info], _pool_gather(loc_pool, test_info))
-        elif loc_frozen is not None:                 # one pass over all the draw's points, then split per agent
-            Z = np.split(loc_frozen.sorted_samples(allX), np.cumsum(sizes))
-            loc_samples = (Z[:K], Z[K])
-        else:
-            lrng = np.random.default_rng(draw_seed(setup.seed, sim))
-            loc_samples = ([setup.localizer.sorted_samples(Xk, lrng) for Xk in cal_X],
-                           setup.localizer.sorted_samples(test_X, lrng))
+        loc_samples = _draw_loc_samples(setup, sim, allX, cal_X, cal_info, test_X, test_info, sizes, loc_pool,
+                                        loc_frozen)
     out = {}
     for kind in weights:
-        if kind == "estimated":
-            fns = setup.ratios
-            ev = lambda k, Xs, info: np.asarray(fns[k](Xs), dtype=float).reshape(len(Xs))
-        elif kind == "oracle":
-            fns = oracle if oracle is not None else oracle_density_ratios(fed)
-            ev = lambda k, Xs, info: _call_oracle(fns[k], Xs, info)
-        else:
-            raise ValueError(f"`weights` entries must be 'estimated' or 'oracle', got {kind!r}.")
-        cal_w, test_w = [np.ones(sizes[0])], np.ones((n_test, K))
-        for k in range(1, K):
-            if kind == "estimated":                  # one pass of ratio model k over its calibration and the test points
-                w = ev(k, np.concatenate([cal_X[k], test_X]), None)
-                cal_w.append(w[:n_cal]); test_w[:, k] = w[n_cal:]
-            else:
-                cal_w.append(ev(k, cal_X[k], cal_info[k]))
-                test_w[:, k] = ev(k, test_X, test_info)
+        cal_w, test_w = _draw_weights(setup, fed, kind, oracle, cal_X, cal_info, test_X, test_info)
         fields = dict(task=setup.task, cal_scores=cal_scores, cal_weights=cal_w, test_weights=test_w,
                       test_scores=test_scores, test_labels=test_labels)
         fields.update(_extra_fields(setup, fed, kind, cal_X, cal_scores, cal_info, cal_w, test_X, test_w, test_info,
@@ -244,12 +255,12 @@ def sample_draw(setup: TrainedSetup, # the trained models
 # %% ../nbs/08c_pipeline.ipynb #70d64818
 class FrozenNoiseSampler:
     "Sorted score samples g(X, eps_j), j < M, of an engression localizer with its M noise vectors drawn once."
-    def __init__(self, loc, # a `baselines.Localizer` whose sampler is a `baselines.EngressionSampler`
+    def __init__(self, loc, # a `localizer.Localizer` whose sampler is a `localizer.EngressionSampler`
                  rng: np.random.Generator, # stream of the M noise vectors (drawn here, once)
                  batch: int = 64, # points per evaluation block (memory: batch x M x hidden floats)
                 ):
         if not isinstance(loc.sampler, EngressionSampler):
-            raise ValueError(f"FrozenNoiseSampler needs a localizer with a `baselines.EngressionSampler`, got "
+            raise ValueError(f"FrozenNoiseSampler needs a localizer with a `localizer.EngressionSampler`, got "
                              f"{type(loc.sampler).__name__}; use fresh samples (`sample_draw(..., loc_frozen=None)`).")
         eng = loc.sampler.model
         net = eng.model
@@ -257,7 +268,7 @@ class FrozenNoiseSampler:
         if net.resblock or eng.is_gem or not isinstance(net.out_layer, torch.nn.Linear) or \
                 not all(isinstance(L.out_act, torch.nn.ReLU) for L in hidden):
             raise ValueError("FrozenNoiseSampler needs an engression StoNet without residual blocks, with ReLU hidden "
-                             "layers and a linear output (as `baselines.fit_localizer` trains); use fresh samples "
+                             "layers and a linear output (as `localizer.fit_localizer` trains); use fresh samples "
                              "(`sample_draw(..., loc_frozen=None)`) for other models.")
         M = loc.n_samples
         f64 = lambda t: t.detach().to("cpu", torch.float64).numpy()
@@ -301,6 +312,7 @@ class FrozenNoiseSampler:
         out.sort(axis=1)
         return out
 
+# %% ../nbs/08c_pipeline.ipynb #c4954662
 def frozen_localizer(setup: TrainedSetup, # the trained models (with an engression localizer)
                     ) -> FrozenNoiseSampler | None: # None when the setup has no localizer
     "The setup's localizer with its noise frozen (stream (seed, 4)): the localized samples of the synthetic datasets."

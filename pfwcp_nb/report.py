@@ -18,12 +18,13 @@ import pandas as pd
 from sklearn.linear_model import LogisticRegression, Ridge
 from tqdm.auto import tqdm
 
-from .data import load_dataset
+from .baselines import METHODS, ORACLE_SUFFIX
+from .data import HETEROGENEITY, load_dataset
 from .metrics import GUARANTEES, MARKERS, marker
 from .quantiles import effective_sample_size, weighted_quantile
 
 # %% auto #0
-__all__ = ['PAPER_TABLES_FILE', 'PAPER_DATASET_ORDER', 'METHOD_ORDER', 'PAPER_TABLES', 'STAR_ZETA', 'paper_table', 'se_table',
+__all__ = ['PAPER_TABLES_FILE', 'PAPER_DATASET_ORDER', 'PAPER_TABLES', 'STAR_ZETA', 'paper_table', 'se_table',
            'compare_with_paper', 'comparison_markdown', 'plot_boxplots', 'plot_coverage_efficiency', 'figure1_star',
            'plot_figure1', 'write_outputs']
 
@@ -31,8 +32,6 @@ __all__ = ['PAPER_TABLES_FILE', 'PAPER_DATASET_ORDER', 'METHOD_ORDER', 'PAPER_TA
 PAPER_TABLES_FILE = "paper_tables.json"   # in the package folder
 
 PAPER_DATASET_ORDER = ("gaussian", "poisson", "airfoil", "protein", "bike", "concrete", "crime", "star", "cifar10c")
-
-METHOD_ORDER = ("CP", "FCP", "FGLCP", "FCP-QQ", "FWCP", "FWCP-QQ", "PFWCP", "osPFWCP", "osPFWGLCP")
 
 PAPER_TABLES: dict = json.loads(resources.files("pfwcp_nb").joinpath(PAPER_TABLES_FILE).read_text(encoding="utf-8"))
 
@@ -42,9 +41,11 @@ def _order(values, preferred) -> list:
     return [v for v in preferred if v in vals] + [v for v in vals if v not in preferred]
 
 def _method_sort_key(label: str):
-    base, oracle = (label[:-7], 1) if label.endswith("-oracle") else (label, 0)
-    pos = METHOD_ORDER.index(base) if base in METHOD_ORDER else len(METHOD_ORDER)
-    return (oracle, pos, base)
+    "Rows: estimated weights, then oracle labels, each in the paper's order (`MethodSpec.order`); unknown names last."
+    oracle = label.endswith(ORACLE_SUFFIX)
+    base = label[: -len(ORACLE_SUFFIX)] if oracle else label
+    spec = METHODS.get(base)
+    return (int(oracle), float("inf") if spec is None else spec.order, base)
 
 def _fmt(v: float, pct: bool) -> str:
     if v is None or (isinstance(v, float) and np.isnan(v)):
@@ -338,7 +339,7 @@ def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float
     for n_sims, n_test, n1 in sorted(set(zip(df.n_sims, df.n_test, df.n_cal_test))):
         sub = cur[(cur.n_sims == n_sims) & (cur.n_test == n_test) & (cur.n_cal_test == n1)]
         sfx = "" if n1 == 100 else f"_n1-{n1}"         # the test agent's calibration size, when not the default 100
-        for het in _order(sub.heterogeneity, ("severe", "moderate", "mild")):
+        for het in _order(sub.heterogeneity, HETEROGENEITY):
             for g in GUARANTEES:
                 d = sub[(sub.heterogeneity == het) & (sub.guarantee == g)]
                 if d.empty:
@@ -364,7 +365,7 @@ def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float
     return written
 
 # %% ../nbs/08d_report.ipynb #803d9f0f
-_OWNED_FIGURE = re.compile(r"(boxplots_.+|coverage_efficiency)_(mc|ccc)_(severe|moderate|mild)\.png")   # names `write_outputs` writes
+_OWNED_FIGURE = re.compile(rf"(boxplots_.+|coverage_efficiency)_(mc|ccc)_({'|'.join(HETEROGENEITY)})\.png")   # names `write_outputs` writes
 
 def _write_figures(df, out: Path, *, alpha, delta) -> list[Path]:
     paths = []

@@ -29,30 +29,28 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from . import baselines
 from .argtypes import cli_level, cli_nonneg_int, cli_positive_int
-from .cache import (FROZEN_NOISE_DATASETS, LOCALIZED_METHODS, ResultCache, RunConfig, atomic_pickle,
-                            atomic_save_npz, load_cell, method_label)
-from .data import DATASETS, TASKS, data_path, make_federation
+from .baselines import METHODS, get_spec
+from .cache import (ResultCache, RunConfig, atomic_pickle, atomic_save_npz, frozen_noise, load_cell,
+                            method_label)
+from .data import DATASET_SPECS, HETEROGENEITY, data_path, make_federation
 from .density_ratio import oracle_density_ratios
 from .metrics import GUARANTEES, coverage_metrics, evaluate_thresholds
 from .pipeline import (DEFAULT_TRAIN_KW, TrainedSetup, draw_seed, frozen_localizer, pool_localizer_samples,
                        sample_draw, train_setup)
-from .report import METHOD_ORDER, figure1_star, paper_table, plot_figure1, write_outputs
+from .report import figure1_star, paper_table, plot_figure1, write_outputs
 
-try:                          # optional: only `--backend ray` needs it (the flower extra installs it)
-    import ray
+try:                          # the optional extra: only `--backend ray` needs it; without it that backend says
+    import ray                #   'pip install "pfwcp_nb[flower]"' (`_parse`, `_execute_ray`)
 except ImportError:
     ray = None
 
 # %% auto #0
-__all__ = ['ORACLE_METHODS', 'WEIGHT_KINDS', 'TRAIN_KW_KEYS', 'DEMO_TRAIN_KW', 'ensure_setup', 'run_chunk', 'default_methods',
-           'run_grid', 'collect_results', 'run_experiment', 'cli_train_kw', 'cli_ray_address', 'cli_exclude_cell',
-           'main', 'cli_run']
+__all__ = ['WEIGHT_KINDS', 'TRAIN_KW_KEYS', 'DEMO_TRAIN_KW', 'ensure_setup', 'run_chunk', 'default_methods', 'run_grid',
+           'collect_results', 'run_experiment', 'cli_train_kw', 'cli_ray_address', 'cli_exclude_cell', 'main',
+           'cli_run']
 
 # %% ../nbs/08f_runner.ipynb #0d4117ed
-ORACLE_METHODS = ("FWCP", "FWCP-QQ", "PFWCP", "osPFWCP", "osPFWGLCP")   # methods whose output depends on the weights
-
 WEIGHT_KINDS = ("estimated", "oracle")
 
 # %% ../nbs/08f_runner.ipynb #0549cb34
@@ -90,18 +88,48 @@ def _missing_parts(st: TrainedSetup, need_localizer: bool) -> bool:
 
 # %% ../nbs/08f_runner.ipynb #686b65a6
 def _method_fn(method: str) -> Callable:
-    if method not in baselines.METHODS:
-        raise ValueError(f"unknown method {method!r}; `methods` must be names in baselines.METHODS: "
-                         f"{list(baselines.METHODS)}.")
-    return baselines.METHODS[method]
+    "The function of `method`, a name in `baselines.METHODS`; ValueError naming the valid ones otherwise."
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; `methods` must be names in baselines.METHODS: {list(METHODS)}.")
+    return METHODS[method].fn
 
 def _loc_pool(cfg: RunConfig, cache: ResultCache, setup: TrainedSetup, fed):
     "(pool samples, frozen sampler) of a setup, built once per process: pooled on real data, frozen on synthetic."
     key = ("locpool", str(cache.root), cfg.setup_key())
     if key not in _MEMO:
         pool = pool_localizer_samples(setup, fed)
-        _MEMO[key] = (pool, frozen_localizer(setup) if pool is None and cfg.dataset in FROZEN_NOISE_DATASETS else None)
+        _MEMO[key] = (pool, frozen_localizer(setup) if pool is None and frozen_noise(cfg.dataset) else None)
     return _MEMO[key]
+
+# %% ../nbs/08f_runner.ipynb #5d9aab4a
+def _evaluate_cell(r: dict, i: int, s: int, cell: tuple, draw, cfg: RunConfig):
+    "Run cell (method, guarantee, weights) on draw `s` and store its row `i` in the chunk record `r`."
+    method, g, _ = cell
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:      # counted per cell, not printed per draw
+            warnings.simplefilter("always")
+            thr = _method_fn(method)(draw, cfg.alpha, None if g == "mc" else cfg.delta, engine=cfg.engine,
+                                     seed=draw_seed(cfg.seed, s))
+        if caught:
+            r["n_warned"] += 1
+            if len(r["warnings"]) < 3:
+                r["warnings"].append(f"draw {s}: {caught[0].category.__name__}: {caught[0].message}")
+        cov, size, n_inf = evaluate_thresholds(draw.task, draw.test_scores, thr, draw.test_labels)
+    except Exception as e:                                  # recorded, reported, never silently dropped
+        if len(r["errors"]) < 3:
+            r["errors"].append(f"draw {s}: {type(e).__name__}: {e}")
+        return
+    finally:
+        r["seconds"] += time.perf_counter() - t0
+    r["coverage"][i], r["size"][i], r["inf_count"][i] = cov, size, n_inf
+    if n_inf:                                  # mean size over the finite sets of this draw
+        fin = np.isfinite(np.asarray(thr, dtype=float))
+        r["size_finite"][i] = evaluate_thresholds(
+            draw.task, draw.test_scores[fin], np.asarray(thr, dtype=float)[fin],
+            None if draw.test_labels is None else draw.test_labels[fin])[1] if fin.any() else np.nan
+    else:
+        r["size_finite"][i] = size
 
 # %% ../nbs/08f_runner.ipynb #22a6def3
 def run_chunk(cfg: RunConfig, # the dataset configuration
@@ -112,7 +140,7 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
              ) -> dict: # timing: seconds of draw building and per cell
     "Evaluate `cells` on calibration draws start..stop-1 (shared draw objects) and write one chunk file per cell."
     cache = ResultCache(cache_root)
-    need_loc = any(m in LOCALIZED_METHODS for m, _, _ in cells)
+    need_loc = any(get_spec(m).needs_localizer for m, _, _ in cells)
     setup = ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=need_loc, progress=progress)
     fed = _federation(cfg, data_dir)
     kinds = tuple(sorted({w for _, _, w in cells}))
@@ -132,33 +160,7 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
                             weights=kinds, oracle=oracle, localize=need_loc, loc_pool=loc_pool, loc_frozen=loc_frozen)
         t_draw += time.perf_counter() - t0
         for c in cells:
-            method, g, w = c
-            draw = draws[w]
-            t0 = time.perf_counter()
-            try:
-                with warnings.catch_warnings(record=True) as caught:      # counted per cell, not printed per draw
-                    warnings.simplefilter("always")
-                    thr = _method_fn(method)(draw, cfg.alpha, None if g == "mc" else cfg.delta, engine=cfg.engine,
-                                             seed=draw_seed(cfg.seed, s))
-                if caught:
-                    res[c]["n_warned"] += 1
-                    if len(res[c]["warnings"]) < 3:
-                        res[c]["warnings"].append(f"draw {s}: {caught[0].category.__name__}: {caught[0].message}")
-                cov, size, n_inf = evaluate_thresholds(draw.task, draw.test_scores, thr, draw.test_labels)
-            except Exception as e:                                  # recorded, reported, never silently dropped
-                if len(res[c]["errors"]) < 3:
-                    res[c]["errors"].append(f"draw {s}: {type(e).__name__}: {e}")
-                res[c]["seconds"] += time.perf_counter() - t0
-                continue
-            res[c]["seconds"] += time.perf_counter() - t0
-            res[c]["coverage"][i], res[c]["size"][i], res[c]["inf_count"][i] = cov, size, n_inf
-            if n_inf:                                  # mean size over the finite sets of this draw
-                fin = np.isfinite(np.asarray(thr, dtype=float))
-                res[c]["size_finite"][i] = evaluate_thresholds(
-                    draw.task, draw.test_scores[fin], np.asarray(thr, dtype=float)[fin],
-                    None if draw.test_labels is None else draw.test_labels[fin])[1] if fin.any() else np.nan
-            else:
-                res[c]["size_finite"][i] = size
+            _evaluate_cell(res[c], i, s, c, draws[c[2]], cfg)
     for c, r in res.items():
         meta = dict(seconds=r["seconds"], draw_seconds=t_draw, errors=r["errors"], n_warned=r["n_warned"],
                     warnings=r["warnings"])
@@ -206,22 +208,21 @@ def _as_list(x, what: str, allowed=None) -> list:
     return xs
 
 def default_methods(weights: str = "estimated") -> list[str]:
-    "All methods of `baselines.METHODS` (in the paper's order); for oracle weights only those that use weights."
-    names = list(baselines.METHODS)
-    order = [m for m in METHOD_ORDER if m in names] + [m for m in names if m not in METHOD_ORDER]
-    return order if weights == "estimated" else [m for m in order if m in ORACLE_METHODS]
+    "All methods of `baselines.METHODS` in the paper's order; for oracle weights only those whose record uses weights."
+    order = sorted(METHODS, key=lambda m: METHODS[m].order)
+    return order if weights == "estimated" else [m for m in order if METHODS[m].uses_weights]
 
 def _worker_init():
     torch.set_num_threads(1)
 
-def _check_level(x, name):
+def _check_open_unit(x, name):
     if not isinstance(x, (int, float, np.floating)) or not 0 < x < 1:
         raise ValueError(f"`{name}` must be a number in (0, 1), got {x!r}.")
     return float(x)
 
 def _check_grid_args(alpha, delta, counts: dict, n_cal_test, engine, backend, address, device) -> tuple[float, float]:
     "The checks of `run_grid`'s scalar arguments, in its order; returns (alpha, delta) as floats."
-    alpha, delta = _check_level(alpha, "alpha"), _check_level(delta, "delta")
+    alpha, delta = _check_open_unit(alpha, "alpha"), _check_open_unit(delta, "delta")
     for name, v in counts.items():
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"`{name}` must be a positive integer, got {v!r}.")
@@ -239,6 +240,14 @@ def _check_grid_args(alpha, delta, counts: dict, n_cal_test, engine, backend, ad
     return alpha, delta
 
 # %% ../nbs/08f_runner.ipynb #c3a8a57f
+def _check_exclude(exclude) -> set:
+    "The set of excluded cells 'METHOD:GUARANTEE' (`run_grid`'s `exclude`); ValueError on a malformed entry."
+    excl = set(exclude)
+    bad = [e for e in excl if e.count(":") != 1 or e.split(":")[1] not in GUARANTEES]
+    if bad:
+        raise ValueError(f"`exclude` entries must look like 'METHOD:mc' or 'METHOD:ccc', got {bad}.")
+    return excl
+
 def _pending_work(cache: ResultCache, plan, chunks) -> list:
     "The chunks still missing per dataset: [(cfg, need_localizer, [(cells, start, stop), ...]), ...]."
     work = []                                      # (cfg, need_localizer, [(cells, start, stop), ...])
@@ -249,7 +258,7 @@ def _pending_work(cache: ResultCache, plan, chunks) -> list:
         todo = [([c for c in pending if not cache.chunk_path(cfg, *c, a, b).exists()], a, b) for a, b in chunks]
         todo = [t for t in todo if t[0]]
         if todo:
-            work.append((cfg, any(m in LOCALIZED_METHODS for m, _, _ in pending), todo))
+            work.append((cfg, any(get_spec(m).needs_localizer for m, _, _ in pending), todo))
     return work
 
 # %% ../nbs/08f_runner.ipynb #2833070c
@@ -276,9 +285,9 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
             ) -> pd.DataFrame: # one row per (dataset, heterogeneity, weights, guarantee, method)
     """Run (or resume) the experiment grid and return the metrics of every cell; per-draw arrays in `.attrs['draws']`,
     `.attrs['cache']`: "cold" when nothing (models, cells, chunks) was reused from the cache, else "warm"."""
-    datasets = _as_list(("gaussian", "poisson") if datasets is None else datasets, "datasets", DATASETS)
+    datasets = _as_list(("gaussian", "poisson") if datasets is None else datasets, "datasets", tuple(DATASET_SPECS))
     guarantees = _as_list(guarantees, "guarantees", GUARANTEES)
-    hets = _as_list(heterogeneity, "heterogeneity", ("severe", "moderate", "mild"))
+    hets = _as_list(heterogeneity, "heterogeneity", HETEROGENEITY)
     wkinds = _as_list(weights, "weights", WEIGHT_KINDS)
     alpha, delta = _check_grid_args(alpha, delta, dict(n_sims=n_sims, n_test=n_test, jobs=jobs, chunk_size=chunk_size,
                                    K=K, n_train=n_train, n_cal=n_cal), n_cal_test, engine, backend, address, device)
@@ -290,18 +299,12 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
     cache = ResultCache(tmp.name if tmp is not None else cache_dir)
     # the effective training settings (defaults included) go into the cache keys
     tkw = json.dumps({**DEFAULT_TRAIN_KW, **(train_kw or {})}, sort_keys=True, default=str)
-    excl = set(exclude)
-    bad = [e for e in excl if e.count(":") != 1 or e.split(":")[1] not in GUARANTEES]
-    if bad:
-        raise ValueError(f"`exclude` entries must look like 'METHOD:mc' or 'METHOD:ccc', got {bad}.")
+    excl = _check_exclude(exclude)
     try:
-        plan = []
-        for ds in datasets:
-            for het in hets:
-                cfg = RunConfig(ds, het, int(n_sims), int(n_test), alpha, delta, int(seed), int(K), int(n_train),
-                                int(n_cal), engine, tkw, None if n_cal_test is None else int(n_cal_test), device)
-                plan.append((cfg, [(m, g, w) for w in wkinds for m in meths[w] for g in guarantees
-                                   if f"{m}:{g}" not in excl]))
+        cells = [(m, g, w) for w in wkinds for m in meths[w] for g in guarantees if f"{m}:{g}" not in excl]
+        plan = [(RunConfig(ds, het, int(n_sims), int(n_test), alpha, delta, int(seed), int(K), int(n_train),
+                           int(n_cal), engine, tkw, None if n_cal_test is None else int(n_cal_test), device), cells)
+                for ds in datasets for het in hets]
         chunks = _chunks(int(n_sims), int(chunk_size))
         work = _pending_work(cache, plan, chunks)
         warm = any(_reuses(cache, cfg, cells) for cfg, cells in plan)
@@ -392,7 +395,7 @@ def collect_results(cache: ResultCache, plan, alpha: float = 0.1) -> pd.DataFram
                 continue
             z = load_cell(path)
             meta = z["meta"]
-            if TASKS[cfg.dataset] == "classification":      # +inf thresholds are full label sets, not infinite
+            if DATASET_SPECS[cfg.dataset].task == "classification":      # +inf thresholds are full label sets, not infinite
                 z["inf_count"] = np.zeros_like(z["inf_count"]); z["size_finite"] = z["size"]
             ok = ~np.isnan(z["coverage"])
             met = coverage_metrics(z["coverage"][ok], z["size"][ok], alpha, z["inf_count"][ok], cfg.n_test) \
@@ -431,8 +434,8 @@ def run_experiment(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         raise ValueError(f"`dataset` must be one dataset name (a string), got {dataset!r}; use run_grid for several.")
     if guarantee not in GUARANTEES:
         raise ValueError(f"`guarantee` must be 'mc' or 'ccc', got {guarantee!r}.")
-    if heterogeneity not in ("severe", "moderate", "mild") or weights not in WEIGHT_KINDS:
-        raise ValueError(f"`heterogeneity` must be severe|moderate|mild and `weights` estimated|oracle, got "
+    if heterogeneity not in HETEROGENEITY or weights not in WEIGHT_KINDS:
+        raise ValueError(f"`heterogeneity` must be {'|'.join(HETEROGENEITY)} and `weights` estimated|oracle, got "
                          f"{heterogeneity!r}, {weights!r}.")
     df = run_grid([dataset], methods, [guarantee], heterogeneity=heterogeneity, weights=weights, n_sims=n_sims,
                   n_test=n_test, alpha=alpha, delta=delta, seed=seed, **kwargs)
@@ -546,8 +549,8 @@ def cli_ray_address(text: str) -> str:
 def cli_exclude_cell(text: str) -> str:
     "argparse `type=`: METHOD:GUARANTEE with METHOD in `baselines.METHODS` and GUARANTEE mc or ccc (`--exclude`)."
     m, sep, g = text.partition(":")
-    if not sep or m not in baselines.METHODS or g not in GUARANTEES:
-        raise argparse.ArgumentTypeError(f"must be METHOD:GUARANTEE with METHOD in {list(baselines.METHODS)} and "
+    if not sep or m not in METHODS or g not in GUARANTEES:
+        raise argparse.ArgumentTypeError(f"must be METHOD:GUARANTEE with METHOD in {list(METHODS)} and "
                                          f"GUARANTEE in {list(GUARANTEES)}, got {text!r}")
     return text
 
@@ -557,15 +560,15 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Run the paper's experiments (Section 3): metrics MC/CCC, CMC, Eff of every "
                                             "method, tables in the paper's layout, figures. Resumable: rerun the same "
                                             "command to continue an interrupted run.")
-    p.add_argument("--datasets", nargs="+", default=["gaussian", "poisson"], choices=("all",) + tuple(DATASETS),
-                   metavar="DATASET", help=f"datasets among {', '.join(DATASETS)}, or 'all' for the nine "
+    p.add_argument("--datasets", nargs="+", default=["gaussian", "poisson"], choices=("all",) + tuple(DATASET_SPECS),
+                   metavar="DATASET", help=f"datasets among {', '.join(DATASET_SPECS)}, or 'all' for the nine "
                                            "(default: the synthetic gaussian poisson, which need no data files)")
-    p.add_argument("--methods", nargs="+", default=None, choices=list(baselines.METHODS), metavar="METHOD",
-                   help=f"methods among {', '.join(baselines.METHODS)} (default: all; with oracle weights the "
+    p.add_argument("--methods", nargs="+", default=None, choices=list(METHODS), metavar="METHOD",
+                   help=f"methods among {', '.join(METHODS)} (default: all; with oracle weights the "
                         "weight-using ones)")
     p.add_argument("--guarantee", nargs="+", default=list(GUARANTEES), choices=GUARANTEES,
                    help="mc and/or ccc (default: both, from the same draws)")
-    p.add_argument("--heterogeneity", nargs="+", default=["severe"], choices=("severe", "moderate", "mild"),
+    p.add_argument("--heterogeneity", nargs="+", default=["severe"], choices=HETEROGENEITY,
                    help="strength of the covariate shift between agents (the paper's S3; default severe)")
     p.add_argument("--weights", nargs="+", default=["estimated"], choices=WEIGHT_KINDS,
                    help="estimated and/or oracle density-ratio weights (default estimated)")
@@ -615,7 +618,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     a = p.parse_args(argv)
     if "all" in a.datasets and len(a.datasets) > 1:
         p.error(f"argument --datasets: 'all' cannot be combined with other datasets, got {a.datasets}")
-    a.datasets = list(DATASETS) if a.datasets == ["all"] else list(dict.fromkeys(a.datasets))
+    a.datasets = list(DATASET_SPECS) if a.datasets == ["all"] else list(dict.fromkeys(a.datasets))
     if a.data_dir is not None and not Path(a.data_dir).is_dir():
         p.error(f"argument --data-dir: {a.data_dir!r} is not a directory")
     for ds in a.datasets + (["star"] if a.figure1 else []):

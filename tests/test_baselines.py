@@ -4,12 +4,16 @@ import warnings
 import numpy as np
 import pytest
 from scipy import stats
-from hypothesis import given, settings, strategies as st
 
-from pfwcp_nb.baselines import (CalibrationDraw, METHODS, ORACLE_METHODS, WEIGHTED_METHODS, get_method, run_method,
+import dataclasses
+import inspect
+
+from pfwcp_nb import baselines
+from pfwcp_nb.baselines import (CalibrationDraw, METHODS, ORACLE_METHODS, WEIGHTED_METHODS, LOCALIZED_METHODS,
+                                METHOD_ORDER, MethodSpec, get_method, get_spec, register_method, run_method,
                                 qq_grid, qq_choice, cp, fcp, fcp_qq, fwcp, fwcp_qq, fglcp, pfwcp, ospfwcp,
-                                ospfwglcp, Localizer, FoldedNormalSampler, localized_fields, fit_localizer,
-                                oracle_fwcp_weights, fwcp_fields, toy_draw, _platt_fit)
+                                ospfwglcp, localized_fields, oracle_fwcp_weights, fwcp_fields, toy_draw,
+                                _check_call, _split_threshold)
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.pfwcp import AgentCalibration, PFWCP
 from pfwcp_nb.oneshot import OneShotPFWCP, oneshot_level
@@ -41,7 +45,102 @@ def test_registry_has_the_paper_names():
     assert list(METHODS) == PAPER_NAMES
     assert set(ORACLE_METHODS) == {f"{m}-oracle" for m in WEIGHTED_METHODS}
     for name in ORACLE_METHODS:
-        assert get_method(name) is METHODS[name.replace("-oracle", "")]
+        assert get_method(name) is METHODS[name.replace("-oracle", "")].fn
+
+
+# ---------------------------------------------------------------- the registry: derived lists and records
+def test_derived_lists_are_what_the_records_say():
+    assert all(n == s.name for n, s in METHODS.items())
+    assert WEIGHTED_METHODS == tuple(n for n in METHODS if METHODS[n].uses_weights)
+    assert ORACLE_METHODS == tuple(n + "-oracle" for n in WEIGHTED_METHODS)
+    assert LOCALIZED_METHODS == tuple(n for n in METHODS if METHODS[n].needs_localizer)
+    assert [METHODS[n].order for n in METHOD_ORDER] == sorted(s.order for s in METHODS.values())
+    assert len({s.order for s in METHODS.values()}) == len(METHODS)
+    # the paper's table order (Tables 2 and 3) and the weight-using methods, written out once here
+    assert METHOD_ORDER == ("CP", "FCP", "FGLCP", "FCP-QQ", "FWCP", "FWCP-QQ", "PFWCP", "osPFWCP", "osPFWGLCP")
+    assert WEIGHTED_METHODS == ("FWCP", "FWCP-QQ", "PFWCP", "osPFWCP", "osPFWGLCP")
+
+
+@pytest.mark.parametrize("name", PAPER_NAMES)
+def test_record_functions_are_the_module_functions_with_the_contract(name):
+    fn = METHODS[name].fn
+    assert getattr(baselines, fn.__name__) is fn            # a renamed function breaks the record at import
+    params = inspect.signature(fn).parameters
+    assert list(params) == ["draw", "alpha", "delta", "engine", "seed"]
+    assert params["engine"].kind is inspect.Parameter.KEYWORD_ONLY and params["delta"].default is None
+
+
+def _strip(d, **none):
+    return dataclasses.replace(d, **{f: None for f in none})
+
+@pytest.mark.parametrize("name", PAPER_NAMES)
+def test_needs_fields_match_what_the_function_needs(draw, name):
+    spec = METHODS[name]
+    no_fwcp = _strip(draw, fwcp_cal_weights=1, fwcp_test_weights=1)
+    no_loc = _strip(draw, loc_cal_scores=1, loc_cal_weights=1, loc_test_weights=1, loc_inverse=1)
+    for d, needs, builder in ((no_fwcp, spec.needs_fwcp_classifier, "fwcp_fields"),
+                              (no_loc, spec.needs_localizer, "localized_fields")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if needs:
+                with pytest.raises(ValueError, match=builder):
+                    spec.fn(d, 0.1)
+            else:
+                assert spec.fn(d, 0.1).shape == (d.m,)
+
+
+@pytest.mark.parametrize("name", PAPER_NAMES)
+def test_uses_weights_matches_whether_the_output_depends_on_them(draw, name):
+    rng = np.random.default_rng(3)
+    f = lambda w: np.asarray(w) * np.exp(rng.normal(size=np.shape(w)))      # new weights, same points
+    other = dataclasses.replace(
+        draw, cal_weights=[np.ones_like(draw.cal_weights[0])] + [f(w) for w in draw.cal_weights[1:]],
+        test_weights=np.column_stack([np.ones(draw.m), f(draw.test_weights[:, 1:])]),
+        fwcp_cal_weights=[f(w) for w in draw.fwcp_cal_weights], fwcp_test_weights=f(draw.fwcp_test_weights),
+        loc_cal_weights=[np.ones_like(draw.loc_cal_weights[0])] + [f(w) for w in draw.loc_cal_weights[1:]],
+        loc_test_weights=np.column_stack([np.ones(draw.m), f(draw.loc_test_weights[:, 1:])]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same = np.array_equal(run_method(draw, name, 0.1), run_method(other, name, 0.1))
+    assert same != METHODS[name].uses_weights
+
+
+def test_bad_records_fail_when_written():
+    with pytest.raises(ValueError, match="callable"):
+        MethodSpec("X", "cp", 20)
+    with pytest.raises(ValueError, match="-oracle"):
+        MethodSpec("X-oracle", cp, 20)
+    with pytest.raises(ValueError, match="clashes"):
+        register_method(MethodSpec("CP", cp, 20))
+    with pytest.raises(ValueError, match="clashes"):
+        register_method(MethodSpec("CP2", cp, METHODS["FCP"].order))
+    with pytest.raises(ValueError, match="MethodSpec"):
+        register_method({"name": "X", "fn": cp})
+    assert "CP2" not in METHODS
+
+
+def _half_cp(draw, alpha, delta=None, *, engine="exact", seed=0):
+    "Split conformal on the first half of agent 0's calibration scores (the example of index.ipynb)."
+    alpha, delta = _check_call(alpha, delta, engine)
+    s = draw.cal_scores[0][: draw.n[0] // 2]
+    return _split_threshold(s, np.ones_like(s), 1.0 - alpha, 1.0, draw.m)
+
+@pytest.fixture
+def half_cp():
+    spec = register_method(MethodSpec("CP-half", _half_cp, order=len(METHODS)))
+    yield spec
+    del METHODS[spec.name]
+
+def test_extending_one_record_and_one_function(half_cp, draw):
+    from pfwcp_nb.runner import default_methods
+    from pfwcp_nb.cache import RunConfig
+    t = run_method(draw, "CP-half", 0.1)
+    s = np.sort(draw.cal_scores[0][:50])
+    np.testing.assert_array_equal(t, np.full(draw.m, s[int(np.ceil(0.9 * 51)) - 1]))
+    assert default_methods()[-1] == "CP-half" and "CP-half" not in default_methods("oracle")
+    assert "frozen-noise" not in RunConfig("gaussian").cell_key("CP-half", "mc", "estimated")
+    with pytest.raises(ValueError, match="unknown method 'CP-half-oracle'"):
+        get_spec("CP-half-oracle")                              # no weights: no oracle variant
 
 
 @pytest.mark.parametrize("name", PAPER_NAMES)
@@ -176,53 +275,6 @@ def test_oracle_fwcp_weights_tilting_against_pool_probabilities(require_dataset)
     idx = info["index"]
     p = np.stack([fed.tilting_probabilities(k)[idx] for k in range(4)])
     np.testing.assert_allclose(oracle_fwcp_weights(fed, X), p[0] / p[1:].mean(axis=0), rtol=1e-8)
-
-
-# ---------------------------------------------------------------- localizer
-@settings(max_examples=40, deadline=None)
-@given(a=st.floats(0.3, 3.0), b=st.floats(-1.5, 1.5), q=st.floats(0.0, 1.0), M=st.integers(2, 60))
-def test_localizer_inverse_is_the_sublevel_set(a, b, q, M):
-    loc = Localizer(FoldedNormalSampler(0.1, 1.0), n_samples=M, platt=(a, b))
-    X = np.full((4, 1), 5.0)
-    Z = loc.sorted_samples(X)
-    t = loc.inverse_from_samples(Z, q)
-    grid = np.sort(np.r_[np.linspace(0, 5, 501), Z.ravel() - 1e-9, Z.ravel() + 1e-9]).clip(0)
-    F = loc.cdf_from_samples(Z, np.tile(grid, (4, 1)))
-    assert np.array_equal(F <= q, np.tile(grid, (4, 1)) < t[:, None])
-
-
-def test_localizer_cdf_monotone_and_open_unit_interval():
-    loc = Localizer(FoldedNormalSampler(0.1, 0.5), n_samples=30, platt=(1.3, 0.2))
-    X = np.random.default_rng(0).normal(size=(6, 10))
-    s = np.tile(np.linspace(0, 3, 50), (6, 1))
-    F = loc.cdf(X, s)
-    assert np.all(np.diff(F, axis=1) >= 0) and np.all((F > 0) & (F < 1))
-    assert np.all(np.isinf(loc.inverse(X, 1.0)))
-
-
-def test_platt_fit_recovers_known_map():
-    rng = np.random.default_rng(0)
-    G = rng.uniform(0.01, 0.99, size=40000)
-    y = rng.random(G.size) < 1 / (1 + np.exp(-(1.8 * np.log(G / (1 - G)) - 0.5)))
-    a, b = _platt_fit(G, y)
-    assert abs(a - 1.8) < 0.06 and abs(b + 0.5) < 0.06
-
-
-def test_fit_localizer_small_run():
-    fed = make_federation("gaussian", "severe", K=3, seed=0)
-    rng = np.random.default_rng(0)
-    Xs, ss = [], []
-    for k in range(3):
-        X, y = fed.sample(k, 60, rng)
-        Xs.append(X); ss.append(np.abs(y + 0.3 * rng.standard_normal(60) - 0.9 * X.sum(1)))
-    loc = fit_localizer(Xs, ss, seed=0, epochs=30, n_samples=50, progress=False)
-    assert loc.platt[0] > 0 and loc.info["n_platt"] == 18
-    X0 = fed.sample(0, 5, 1)[0]
-    F = loc.cdf(X0, np.tile(np.linspace(0, 2, 20), (5, 1)))
-    assert np.all(np.diff(F, axis=1) >= 0)
-    # same seed, same localizer output
-    loc2 = fit_localizer(Xs, ss, seed=0, epochs=30, n_samples=50, progress=False)
-    np.testing.assert_allclose(loc2.cdf(X0, np.ones(5)), loc.cdf(X0, np.ones(5)))
 
 
 def test_fglcp_with_identity_localizer_matches_the_definition():
@@ -388,19 +440,3 @@ def test_qq_levels_with_the_monte_carlo_engine():
     np.testing.assert_array_equal(fcp_qq(d, 0.1, engine="mc", seed=1), fcp_qq(d, 0.1, engine="mc", seed=2))
     ch_mc, ch_ex = qq_choice(d.n, 0.1, engine="mc"), qq_choice(d.n, 0.1)
     assert ch_mc.feasible and abs(ch_mc.value - ch_ex.value) < 0.01     # both just above 1 - alpha
-
-def test_fit_localizer_features_map_applies_at_training_and_sampling():
-    rng = np.random.default_rng(1)
-    X = [rng.normal(size=(40, 6)) for _ in range(3)]
-    s = [np.abs(x[:, 0] + 0.1 * rng.normal(size=40)) for x in X]
-    seen = []
-    class First2:                                            # records the widths it is called with
-        def __call__(self, Z):
-            seen.append(np.shape(Z)[1]); return np.asarray(Z)[:, :2]
-    from pfwcp_nb import baselines
-    loc = baselines.fit_localizer(X, s, seed=0, epochs=3, progress=False, features=First2())
-    assert seen and set(seen) == {6}                        # training saw raw covariates, mapped to 2 columns
-    Z = loc.sorted_samples(rng.normal(size=(5, 6)))         # sampling takes raw covariates too
-    assert Z.shape == (5, 200) and seen[-1] == 6
-    with pytest.raises(Exception):                          # without the map the 2-input net rejects 6 columns
-        baselines.EngressionSampler(loc.sampler.model)(rng.normal(size=(5, 6)), 10, rng)

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from pfwcp_nb import data as D
+from pfwcp_nb.federated import DATASET_ARCH
 
 REAL = ("airfoil", "bike", "concrete", "crime", "star", "protein", "cifar10c")
 TABULAR = ("airfoil", "bike", "concrete", "crime", "star", "protein")
@@ -459,3 +460,80 @@ def test_missing_file_error_and_dir_precedence(tmp_path, monkeypatch):
     assert D.resolve_data_dir() == (tmp_path / "data").resolve()
     # the synthetic datasets need no file
     assert D.load_dataset("gaussian", n=5)[0].shape == (5, 10)
+
+
+# ---------------------------------------------------------------- the registry
+
+def test_derived_tables_are_what_the_records_say():
+    S = D.DATASET_SPECS
+    assert D.DATASETS == tuple(S) and all(n == s.name for n, s in S.items())
+    assert D.TASKS == {n: s.task for n, s in S.items()}
+    assert D.PAPER_SIZES == {n: s.paper_size for n, s in S.items()}
+    assert D.DATA_FILES == {n: s.files for n, s in S.items() if s.files}
+    assert D.DATA_SOURCES == {n: s.source for n, s in S.items() if s.files}
+    # written out once here: the paper's nine datasets, its two synthetic ones, its one classification task
+    assert D.DATASETS == ("gaussian", "poisson", "airfoil", "bike", "concrete", "crime", "star", "protein", "cifar10c")
+    assert [n for n, s in S.items() if s.shift == "gaussian"] == ["gaussian", "poisson"]
+    assert [n for n, s in S.items() if s.task == "classification"] == ["cifar10c"]
+
+
+def test_records_name_module_functions():
+    for s in D.DATASET_SPECS.values():
+        fn = s.reader if s.reader is not None else s.response
+        assert getattr(D, fn.__name__) is fn                   # a renamed reader breaks the record at import
+
+
+def test_architectures_agree_with_federated():
+    "Until `federated.DATASET_ARCH` is derived from the records, both must say the same."
+    assert DATASET_ARCH == {n: s.arch for n, s in D.DATASET_SPECS.items()}
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(name="Line"), "lower-case"), (dict(task="ranking"), "`task` must be one of"),
+    (dict(shift="rotation"), "`shift` one of"), (dict(reader=None), "needs `reader`"),
+    (dict(source=""), "`source` must say"), (dict(response=lambda X, rng: X.sum(1)), "no `response`"),
+])
+def test_bad_dataset_records_fail_when_written(kw, match):
+    ok = dict(name="line", task="regression", shift="tilting", paper_size=(300, 2), arch="real", reader=_read_line,
+              files=("line.csv",), source="tests")
+    with pytest.raises(ValueError, match=match):
+        D.DatasetSpec(**{**ok, **kw})
+    with pytest.raises(ValueError, match="already registered"):
+        D.register_dataset(D.DatasetSpec(**{**ok, "name": "airfoil"}))
+
+
+def test_pool_is_a_read_only_view(require_dataset):
+    fed = D.make_federation("airfoil", data_dir=require_dataset("airfoil"))
+    X, y = fed.pool
+    assert X.shape == (1503, 5) and len(y) == 1503 and not X.flags.writeable and not y.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        X[0, 0] = 2.0
+    assert D.make_federation("gaussian").pool is None
+
+
+def _read_line(paths):
+    df = pd.read_csv(paths[0])
+    return df[["x1", "x2"]].to_numpy(float), df["y"].to_numpy(float), ["x1", "x2"]
+
+@pytest.fixture
+def line_dir(tmp_path):
+    "The dataset of the 'Extending the package' example of index.ipynb, registered for one test."
+    spec = D.register_dataset(D.DatasetSpec("line", "regression", "tilting", (300, 2), "real", reader=_read_line,
+                                            files=("line.csv",), source="written by tests/test_data.py"))
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1.0, 3.0, size=(300, 2))
+    pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1], "y": X.sum(1)}).to_csv(tmp_path / "line.csv", index=False)
+    yield tmp_path
+    del D.DATASET_SPECS[spec.name]
+
+
+def test_extending_one_record_and_one_reader(line_dir, tmp_path_factory):
+    X, y = D.load_dataset("line", line_dir)
+    assert X.shape == (300, 2) and X.min() == 0 and X.max() == 1          # tabular: min-max normalised
+    assert D.covariate_names("line", line_dir) == ["x1", "x2"]
+    fed = D.make_federation("line", "mild", K=4, seed=0, data_dir=line_dir)
+    assert (fed.task, fed.d, fed.shift["kind"]) == ("regression", 2, "tilting")
+    split = D.draw_split(fed, n_train=5, n_cal=10, n_test=7, rng=0)
+    assert split.test_X.shape == (7, 2) and len(split.cal_X) == 4
+    with pytest.raises(FileNotFoundError, match="line.csv"):
+        D.data_path("line", tmp_path_factory.mktemp("empty"))

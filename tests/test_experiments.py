@@ -1,6 +1,7 @@
 """Tests of the experiment harness (pfwcp_nb.metrics, pipeline, cache, runner, report): metrics against hand-computed cases, the paper-layout tables against the paper's
 own markers and boldface, seeded integration runs of every method (gaussian and one real dataset), the CLI, and
 resumption after an interrupt."""
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -151,6 +152,7 @@ def test_compare_with_paper_on_paper_values_is_zero_difference():
 # ---------------------------------------------------------------- integration (real modules)
 
 from pfwcp_nb import baselines
+from pfwcp_nb.localizer import FoldedNormalSampler, Localizer
 
 # small training budgets: the tests check the pipeline, not the paper's numbers
 FAST = {"predictor": {"epochs": 60}, "ratios": {"epochs": 60}, "localizer": {"epochs": 60}}
@@ -225,13 +227,14 @@ def test_run_grid_bad_input(kw, match, tmp_path):
 
 def _count_calls(monkeypatch, name, fail_after=None):
     calls = {"n": 0}
-    fn = baselines.METHODS[name]
+    spec = baselines.METHODS[name]
+    fn = spec.fn
     def wrapped(*a, **k):
         calls["n"] += 1
         if fail_after is not None and calls["n"] > fail_after:
             raise KeyboardInterrupt("simulated interrupt")
         return fn(*a, **k)
-    monkeypatch.setitem(baselines.METHODS, name, wrapped)
+    monkeypatch.setitem(baselines.METHODS, name, dataclasses.replace(spec, fn=wrapped))
     return calls
 
 def test_resume_recomputes_only_the_deleted_cell(cache_dir, gaussian_run, monkeypatch):
@@ -319,7 +322,7 @@ def _toy_setup_with_localizer(fed):
     "A TrainedSetup whose only trained parts are stand-ins: identity-free predictor, unit ratios, exact-law localizer."
     class Mean:
         def predict(self, X): return np.asarray(X).sum(1) * 0.0
-    loc = baselines.Localizer(baselines.FoldedNormalSampler(0.1, 0.3), n_samples=50)
+    loc = Localizer(FoldedNormalSampler(0.1, 0.3), n_samples=50)
     return pipeline.TrainedSetup(fed.name, fed.heterogeneity, 0, fed.K, fed.task, Mean(),
                           [lambda X: np.ones(len(X))] * fed.K, localizer=loc)
 
@@ -329,7 +332,7 @@ def test_pool_localizer_samples_are_gathered_per_pool_point(require_dataset):
     fed = make_federation("airfoil", "severe", K=4, seed=0, data_dir=d)
     st = _toy_setup_with_localizer(fed)
     Zp = pipeline.pool_localizer_samples(st, fed)
-    assert Zp.shape == (len(fed._pool_X), 50) and np.all(np.diff(Zp, axis=1) >= 0)
+    assert Zp.shape == (len(fed.pool[0]), 50) and np.all(np.diff(Zp, axis=1) >= 0)
     draw = pipeline.sample_draw(st, fed, 3, n_cal=20, n_test=15, loc_pool=Zp)["estimated"]
     # the draw's localized calibration scores are F_hat evaluated on the pool rows of its points
     rng = pipeline._rng(0, 1, 3)
@@ -348,7 +351,7 @@ def test_pool_localizer_samples_none_for_synthetic():
 
 def test_localized_fields_precomputed_samples_match_drawn():
     rng = np.random.default_rng(0)
-    loc = baselines.Localizer(baselines.FoldedNormalSampler(0.1, 0.3), n_samples=40)
+    loc = Localizer(FoldedNormalSampler(0.1, 0.3), n_samples=40)
     cal_X = [rng.normal(size=(12, 3)) for _ in range(3)]
     cal_s = [np.abs(rng.normal(size=12)) for _ in range(3)]
     cal_w = [np.ones(12)] * 3
@@ -367,11 +370,11 @@ def test_localized_fields_precomputed_samples_match_drawn():
 
 def test_warnings_are_counted_per_cell_not_dropped(cache_dir, gaussian_run, monkeypatch):
     import warnings as w
-    cp = baselines.METHODS["CP"]
+    cp = baselines.METHODS["CP"].fn
     def noisy(draw, *a, **k):
         w.warn("test warning from CP")
         return cp(draw, *a, **k)
-    monkeypatch.setitem(baselines.METHODS, "CP", noisy)
+    monkeypatch.setitem(baselines.METHODS, "CP", dataclasses.replace(baselines.METHODS["CP"], fn=noisy))
     df = runner.run_grid(["gaussian"], ["CP", "FCP"], ["mc"], cache_dir=cache_dir, **{**SMALL, "n_sims": 4, "chunk_size": 2})
     got = dict(zip(df.method, df.n_warned))
     assert got == {"CP": 4, "FCP": 0}
@@ -405,7 +408,7 @@ def test_frozen_noise_localized_scores(cache_dir, gaussian_run):
         fz.sorted_samples(X[0])
 
 def test_frozen_noise_rejects_other_samplers():
-    loc = baselines.Localizer(baselines.FoldedNormalSampler(0.1, 0.3), n_samples=20)
+    loc = Localizer(FoldedNormalSampler(0.1, 0.3), n_samples=20)
     with pytest.raises(ValueError, match="EngressionSampler"):
         pipeline.FrozenNoiseSampler(loc, np.random.default_rng(0))
 
