@@ -14,8 +14,8 @@ depend on the ratio hyperparameters, so the scores and the calibration/test poin
 every weight kind; "oracle" uses the true ratios on those draws. Every rule is applied to the same draws, for MC
 (delta=None) and CCC (delta=0.1), alpha=0.1, engine "exact". Regression datasets only.
 
-Writes <out>/<dataset>_<heterogeneity>_draws.csv (one row per draw x weights x guarantee x rule: coverage, number of
-infinite intervals, mean finite width) and <out>/<dataset>_<heterogeneity>_summary.csv (MC, CCC with standard errors
+Writes <out>/<tag>_draws.csv (tag: --tag, default <dataset>_<heterogeneity>) (one row per draw x weights x guarantee x rule: coverage, number of
+infinite intervals, mean finite width) and <out>/<tag>_summary.csv (MC, CCC with standard errors
 from `metrics.coverage_metrics`, infinite share, median of the per-draw mean finite width). Exit 2 on bad arguments.
 """
 import argparse, json, os, sys, time, warnings
@@ -103,6 +103,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache", default=".pfwcp_cache")
     ap.add_argument("--out", default="results/infinite")
+    ap.add_argument("--tag", default=None, help="file name prefix (default <dataset>_<heterogeneity>)")
     args = ap.parse_args(argv)
     if args.dataset not in DATASETS or args.dataset == "cifar10c":
         ap.error(f"--dataset must be a regression dataset of {[d for d in DATASETS if d != 'cifar10c']}, got {args.dataset!r}")
@@ -141,7 +142,7 @@ def main(argv=None) -> int:
                 print(f"  {sim + 1}/{args.n_sims} draws, {time.perf_counter() - t0:.0f} s", flush=True)
     df = pd.DataFrame(rows)
     os.makedirs(args.out, exist_ok=True)
-    tag = f"{args.dataset}_{args.heterogeneity}"
+    tag = args.tag or f"{args.dataset}_{args.heterogeneity}"
     df.to_csv(os.path.join(args.out, f"{tag}_draws.csv"), index=False)
     summ = summarize(df)
     summ.insert(0, "heterogeneity", args.heterogeneity)
