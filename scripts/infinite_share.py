@@ -70,17 +70,22 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def table(out: str) -> str:
-    "Markdown table of every <out>/*_summary.csv: per dataset x weights x guarantee x rule, the guarantee's metric +- se and the infinite share."
+    "Markdown table of every <out>/*_summary.csv: per dataset x weights x guarantee, the guarantee's metric +- se (MC for MC, CCC for CCC) and the infinite share of each rule."
     files = sorted(f for f in os.listdir(out) if f.endswith("_summary.csv"))
     if not files:
         raise FileNotFoundError(f"no *_summary.csv in {out!r}: run this script with --dataset first.")
     df = pd.concat([pd.read_csv(os.path.join(out, f)) for f in files], ignore_index=True)
-    lines = ["| dataset | heterogeneity | weights | guarantee | rule | MC ± se (%) | CCC ± se (%) | infinite (%) | median finite width | draws × test |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in df.itertuples():
-        lines.append(f"| {r.dataset} | {r.heterogeneity} | {r.weights} | {r.guarantee.upper()} | {r.rule} | "
-                     f"{100 * r.MC:.1f} ± {100 * r.MC_se:.1f} | {100 * r.CCC:.1f} ± {100 * r.CCC_se:.1f} | "
-                     f"{100 * r.inf_frac:.1f} | {r.finite_width_median:.3g} | {r.n_sims} × {r.n_test} |")
+    rules = [r for r in SELECT_RULES if r in set(df.rule)]
+    lines = ["| dataset | heterogeneity | weights | guarantee | " + " | ".join(f"{r}: % ± se (inf %)" for r in rules)
+             + " | draws × test |", "|---" * (5 + len(rules)) + "|"]
+    for (ds, het, kind, g), grp in df.groupby(["dataset", "heterogeneity", "weights", "guarantee"], sort=False):
+        cells = []
+        for r in rules:
+            x = grp[grp.rule == r].iloc[0]
+            v, se = (x.MC, x.MC_se) if g == "mc" else (x.CCC, x.CCC_se)
+            cells.append(f"{100 * v:.1f} ± {100 * se:.1f} ({100 * x.inf_frac:.1f})")
+        n = grp.iloc[0]
+        lines.append(f"| {ds} | {het} | {kind} | {g.upper()} | " + " | ".join(cells) + f" | {n.n_sims} × {n.n_test} |")
     return "\n".join(lines)
 
 
