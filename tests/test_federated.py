@@ -3,16 +3,14 @@ import numpy as np
 import pytest
 import torch
 
+from pfwcp_nb.data import make_federation
 from pfwcp_nb.federated import check_device, fedavg, fedavg_loop, fedavg_many, make_mlp, train_centralised
 
 
-def gaussian_agents(rng, K=11, d=10, n=50):
-    "Severe Gaussian shift of the paper (S3), y = sum(x)."
-    q = d // 4
-    M = np.zeros((K, d))
-    M[0, :q] = rng.uniform(-1, -0.5, size=q)
-    M[1:, q:] = rng.uniform(-0.7, 0.7, size=(K - 1, d - q))
-    return [(X, X.sum(1)) for X in (rng.normal(M[k], 1.0, size=(n, d)) for k in range(K))]
+def gaussian_agents(seed, K=11, n=50, n_test=0):
+    "The severe Gaussian federation of `pfwcp_nb.data` (S3; y = sum(x)): every agent's (X, y), and n_test points per agent."
+    fed, rng = make_federation("gaussian", "severe", K=K, seed=seed), np.random.default_rng(seed)
+    return [fed.sample(k, n, rng) for k in range(K)], [fed.sample(k, n_test, rng) for k in range(K)] if n_test else None
 
 
 def max_diff(m1, m2):
@@ -78,8 +76,7 @@ def test_same_seed_same_model_other_seed_other_model():
 def test_fedavg_decreases_loss_and_matches_centralised():
     """Tolerance (as in the notebook): training loss drops by > 100x; FedAvg and centralised test MSE both
     below 2% of Var(y) and within 1% of Var(y) of each other."""
-    clients = gaussian_agents(np.random.default_rng(11))
-    test = gaussian_agents(np.random.default_rng(12), n=200)
+    clients, test = gaussian_agents(11, n_test=200)
     Xt = np.concatenate([X for X, _ in test]); yt = np.concatenate([y for _, y in test])
     fac = lambda: make_mlp(10, (30, 30), 1)
     m_f, h_f = fedavg(fac, clients, epochs=400, batch_size=32, seed=0, progress=False)

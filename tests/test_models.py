@@ -6,6 +6,7 @@ import pytest
 import torch
 from sklearn.decomposition import PCA
 
+from pfwcp_nb.data import make_federation
 from pfwcp_nb.density_ratio import fit_density_ratios
 from pfwcp_nb.models import (
     PREDICTOR_ARCHS, FederatedPredictor, classification_score, fit_pca, predictor_settings, regression_score,
@@ -13,19 +14,15 @@ from pfwcp_nb.models import (
 )
 
 
-def gaussian_agents(rng, K=11, d=10, n=50):
-    "Severe Gaussian shift of the paper (S3), y = sum(x)."
-    q = d // 4
-    M = np.zeros((K, d))
-    M[0, :q] = rng.uniform(-1, -0.5, size=q)
-    M[1:, q:] = rng.uniform(-0.7, 0.7, size=(K - 1, d - q))
-    return [(X, X.sum(1)) for X in (rng.normal(M[k], 1.0, size=(n, d)) for k in range(K))]
+def gaussian_agents(seed, K=11, n=50, n_test=0):
+    "The severe Gaussian federation of `pfwcp_nb.data` (S3; y = sum(x)): every agent's (X, y), and n_test points per agent."
+    fed, rng = make_federation("gaussian", "severe", K=K, seed=seed), np.random.default_rng(seed)
+    return [fed.sample(k, n, rng) for k in range(K)], [fed.sample(k, n_test, rng) for k in range(K)] if n_test else None
 
 
 def test_train_predictor_regression_scores_and_standardisation():
-    clients = gaussian_agents(np.random.default_rng(21))
+    clients, test = gaussian_agents(21, n_test=100)
     Xs, ys = [X for X, _ in clients], [y for _, y in clients]
-    test = gaussian_agents(np.random.default_rng(22), n=100)
     Xt = np.concatenate([X for X, _ in test]); yt = np.concatenate([y for _, y in test])
     p = train_predictor("gaussian", Xs, ys, epochs=150, seed=0, progress=False)
     assert isinstance(p, FederatedPredictor) and p.task == "regression"
@@ -127,9 +124,9 @@ def test_training_on_cuda_runs_and_matches_cpu():
     """A tiny predictor and calibrated ratio classifiers trained on CUDA: the models come back on the CPU and their
     outputs are close to the CPU-trained ones (same random numbers; only floating-point rounding differs)."""
     rng = np.random.default_rng(2)
-    data = gaussian_agents(rng, K=4, d=5, n=40)
+    data, _ = gaussian_agents(2, K=4, n=40)
     X, y = [x for x, _ in data], [t for _, t in data]
-    Xq = rng.normal(size=(50, 5))
+    Xq = rng.normal(size=(50, 10))
     p = {dev: train_predictor("regression", X, y, arch=(16,), epochs=100, seed=0, progress=False, device=dev)
          for dev in ("cpu", "cuda")}
     assert next(p["cuda"].model.parameters()).device.type == "cpu"
