@@ -20,7 +20,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 from threadpoolctl import threadpool_limits
 
-from .federated import DATASET_ARCH, PCAProjection, _check_agents_X, fedavg_many, fit_pca, make_mlp
+from .federated import fedavg_many, make_mlp
+from .models import DATASET_ARCH, PCAProjection, _check_agents_X, fit_pca
 from .quantiles import effective_sample_size
 
 # %% auto #0
@@ -111,10 +112,8 @@ def cifar_oracle_ratio(
     return DensityRatio(partial(_cifar_log, lr=np.log(e1) - np.log(ek)), "CIFAR severity oracle")
 
 def oracle_density_ratios(federation) -> list[DensityRatio]:
-    "True ratios dP^1/dP^k of a simulated federation, from its `.shift` (gaussian `means`, tilting `zetas`, cifar `etas`)."
-    shift = getattr(federation, "shift", None)
-    if not isinstance(shift, dict) or "kind" not in shift:
-        raise ValueError("federation: needs a `.shift` dict with a 'kind' key (see pfwcp_nb.data.make_federation)")
+    "True ratios dP^1/dP^k of a simulated `data.Federation`, from its `.shift` dict (gaussian `means`, tilting `zetas`, cifar `etas`)."
+    shift = federation.shift
     kind = shift["kind"]
     if kind == "gaussian":
         M = np.asarray(shift["means"], dtype=float)
@@ -228,6 +227,17 @@ def _multiclass_log(X, info, *, net, k, proj, eps, T=1.0):
     ls = np.clip(ls, np.log(eps), np.log1p(-eps))                    # rho clipped to [eps, 1 - eps]
     return ls[:, 0] - ls[:, k]
 
+def _ratio_functions(method: str, nets: list, feat: RatioFeatures, K: int, d_raw: int, L: float, eps: float,
+                     T: float) -> list[DensityRatio]:
+    "The K weight functions (agent 1's ≡ 1) of `method` from its trained networks, logits scaled by 1/T and clipped."
+    if method == "pairwise":
+        fns = [partial(_pairwise_log, net=nets[k - 1], proj=feat, L=L, T=T) for k in range(1, K)]
+    elif method == "one_vs_rest":
+        fns = [partial(_ovr_log, net1=nets[0], netk=nets[k], proj=feat, L=L, T=T) for k in range(1, K)]
+    else:
+        fns = [partial(_multiclass_log, net=nets[0], k=k, proj=feat, eps=eps, T=T) for k in range(1, K)]
+    return [_one(d_raw)] + [DensityRatio(f, f"{method} estimate, agent {k + 1}", d_raw) for k, f in enumerate(fns, 1)]
+
 # %% ../nbs/04_density_ratio.ipynb #a1f00004
 def _ratio_tasks(F_: list[np.ndarray], method: str) -> tuple[list[list[tuple]], list[list[int]], int, str]:
     "The classification tasks of `method` on the agents' features: federations of clients (X, y), each client's agent, output size, loss."
@@ -340,7 +350,7 @@ def fit_density_ratios(
     server_optimizer: str = "adam",  # FedAdam (= full-batch Adam on the pooled data when batch_size >= n_k); "avg": FedAvg of local Adam
     device: str = "cpu",          # torch device of the training ('cpu', 'cuda'); the networks come back on the CPU
     progress: bool = True,
-    **fed_kw,                     # more `fedavg_many` options (client_fraction, client_lr, num_threads, ...)
+    **fed_kw,                     # more `fedavg_many` options (client_lr, num_threads, record_every, ...)
 ) -> list[DensityRatio]:
     "Federated probabilistic-classification estimates ω̂^k ≈ dP^1/dP^k (up to a constant); returns K weight functions, the first ≡ 1."
     if method not in RATIO_METHODS: raise ValueError(f"method={method!r}: use one of {RATIO_METHODS}")
@@ -371,19 +381,13 @@ def fit_density_ratios(
     feds, _, _, loss = _ratio_tasks(F_, method)
     nets, hist = fedavg_many(make, feds, loss=loss, weight_decay=weight_decay, seed=seed, **kw)
     secs = time.perf_counter() - t0
-    if method == "pairwise":
-        fns = [partial(_pairwise_log, net=nets[k - 1], proj=feat, L=L, T=T) for k in range(1, K)]
-    elif method == "one_vs_rest":
-        fns = [partial(_ovr_log, net1=nets[0], netk=nets[k], proj=feat, L=L, T=T) for k in range(1, K)]
-    else:
-        fns = [partial(_multiclass_log, net=nets[0], k=k, proj=feat, eps=eps, T=T) for k in range(1, K)]
-    out = [_one(d_raw)] + [DensityRatio(f, f"{method} estimate, agent {k + 1}", d_raw) for k, f in enumerate(fns, 1)]
+    out = _ratio_functions(method, nets, feat, K, d_raw, L, eps, T)
     for r in out:
         r.history, r.seconds, r.nets, r.features = hist, secs, nets, feat
         r.hparams = dict(hparams=hparams, weight_decay=float(weight_decay), temperature=T, cv=table)
     return out
 
-# %% ../nbs/04_density_ratio.ipynb #e9b2eb63
+# %% ../nbs/04_density_ratio.ipynb #f420c48b
 FWCP_ALPHA_GRID: tuple[float, ...] = (1e-4, 1e-2, 1e-1, 1.0)   # MLPClassifier L2 `alpha`: the paper's setting and stronger
 
 def _fwcp_log(X, info, *, clf, col, proj, eps, T=1.0, pooled=False):
@@ -401,6 +405,7 @@ def _fit_mlp(Z, y, *, alpha, seed, hidden, epochs, batch_size, lr) -> tuple[MLPC
         clf.fit(Z, y)
     return clf, int(np.flatnonzero(clf.classes_ == 1)[0])
 
+# %% ../nbs/04_density_ratio.ipynb #8e85cd93
 def _fwcp_cross_fit(F_, grid, folds, seed, **mlp_kw) -> tuple[float, float, pd.DataFrame]:
     "CV of `alpha` with the agents' own folds; every agent reports (loss sum, count) of its held-out points; temperature per candidate."
     rng = np.random.default_rng([int(seed), 7])
@@ -420,6 +425,7 @@ def _fwcp_cross_fit(F_, grid, folds, seed, **mlp_kw) -> tuple[float, float, pd.D
     best = select_by_validation([[h.report(r["temperature"]) for h in hs] for r, hs in zip(rows, held)])
     return float(grid[best]), rows[best]["temperature"], pd.DataFrame(rows)
 
+# %% ../nbs/04_density_ratio.ipynb #e9b2eb63
 def fit_fwcp_ratio(
     train_X: list[np.ndarray],    # K covariate arrays, agent 1 first
     *,

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from pfwcp_nb.density_ratio import RATIO_METHODS, fit_density_ratios, fit_fwcp_ratio
-from pfwcp_nb.federated import train_predictor
+from pfwcp_nb.models import train_predictor
 
 
 def reference_outputs() -> dict[str, np.ndarray]:

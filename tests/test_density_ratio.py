@@ -4,6 +4,7 @@ import pytest
 from scipy.stats import multivariate_normal, spearmanr
 
 import pfwcp_nb.density_ratio as dr
+from pfwcp_nb.data import make_federation
 from pfwcp_nb.density_ratio import (
     DEFAULT_EPS, RATIO_METHODS, AgentHoldout, DensityRatio, cifar_oracle_ratio, federated_temperature,
     fit_density_ratios, fit_fwcp_ratio, gaussian_oracle_ratio, image_statistics, oracle_density_ratios, ratio_quality,
@@ -145,9 +146,15 @@ def test_oracle_density_ratios_from_federation_shift():
     np.testing.assert_array_equal(wc[0](np.zeros((3, 12))), np.ones(3))
 
 
+def test_oracle_density_ratios_of_a_federation():
+    "A real `data.Federation`: the oracle reads its `.shift` directly."
+    fed = make_federation("gaussian", "severe", K=3, seed=0)
+    X = np.random.default_rng(0).normal(size=(5, fed.d))
+    w = oracle_density_ratios(fed)
+    np.testing.assert_allclose(w[2](X), gaussian_oracle_ratio(fed.shift["means"][0], fed.shift["means"][2])(X))
+
+
 def test_oracle_bad_input():
-    with pytest.raises(ValueError, match="shift"):
-        oracle_density_ratios(object())
     with pytest.raises(ValueError, match="'gaussian', 'tilting' and 'cifar'"):
         oracle_density_ratios(StandIn(kind="poisson"))
     with pytest.raises(ValueError, match="severit"):
