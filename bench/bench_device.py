@@ -18,7 +18,7 @@ import torch
 from _util import timed
 
 from pfwcp_nb.density_ratio import fit_density_ratios
-from pfwcp_nb.federated import train_predictor
+from pfwcp_nb.models import train_predictor
 
 
 def gaussian_federation(seed: int = 0, K: int = 11, d: int = 10, n: int = 50):

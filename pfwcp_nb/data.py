@@ -36,7 +36,7 @@ class DatasetSpec:
     task: str                              # one of TASK_KINDS
     shift: str                             # one of SHIFT_KINDS: how `make_federation` makes the agents differ
     paper_size: tuple                      # (n, d) of Section S3 (n None for a synthetic population)
-    arch: str                              # predictor architecture (`federated.PREDICTOR_ARCHS`)
+    arch: str                              # predictor architecture (`models.PREDICTOR_ARCHS`)
     reader: Callable | None = None         # real data: reader(paths) -> (X, y, covariate names)
     files: tuple[str, ...] = ()            # real data: the files `reader` reads, in the data directory
     source: str = ""                       # real data: where the files come from (named in errors)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Sequence
 
 import numpy as np
@@ -17,6 +18,7 @@ from threadpoolctl import threadpool_limits
 from torch import nn
 
 from .federated import fedavg, make_mlp
+from .data import DATASET_SPECS
 
 # %% auto #0
 __all__ = ['PAPER_EPOCHS', 'PREDICTOR_ARCHS', 'DATASET_ARCH', 'predictor_settings', 'PCAProjection', 'fit_pca',
@@ -31,10 +33,13 @@ PREDICTOR_ARCHS: dict[str, dict] = {
     "cifar": dict(task="classification", hidden=(200, 100, 50), activation="relu", weight_decay=1e-4, pca=0.90),
 }
 
-DATASET_ARCH: dict[str, str] = {
-    "gaussian": "synthetic", "poisson": "synthetic", "cifar10c": "cifar",
-    **{name: "real" for name in ("airfoil", "bike", "concrete", "crime", "star", "protein")},
-}
+class _ArchOfDataset(Mapping):
+    "Read-only view dataset name -> architecture name, read from the dataset records (`data.DATASET_SPECS`)."
+    def __getitem__(self, name: str) -> str: return DATASET_SPECS[name].arch
+    def __iter__(self): return iter(DATASET_SPECS)
+    def __len__(self) -> int: return len(DATASET_SPECS)
+
+DATASET_ARCH: Mapping[str, str] = _ArchOfDataset()   # live: a dataset registered later has its architecture here too
 
 def predictor_settings(dataset: str) -> dict:
     "Keyword arguments of `train_predictor` (task, arch) for a dataset name of `pfwcp_nb.data`."

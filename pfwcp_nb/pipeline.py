@@ -15,7 +15,7 @@ import torch
 from .baselines import CalibrationDraw, fwcp_fields, localized_fields
 from .data import brightness, make_federation
 from .density_ratio import fit_density_ratios, fit_fwcp_ratio, oracle_density_ratios
-from .federated import train_predictor
+from .models import train_predictor
 from .localizer import EngressionSampler, fit_localizer
 
 # %% auto #0
