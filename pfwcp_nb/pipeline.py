@@ -15,7 +15,7 @@ import torch
 from .baselines import CalibrationDraw, fwcp_fields, localized_fields
 from .data import brightness, make_federation
 from .density_ratio import fit_density_ratios, fit_fwcp_ratio, oracle_density_ratios
-from .models import train_predictor
+from .models import classification_score, regression_score, train_predictor
 from .localizer import EngressionSampler, fit_localizer
 
 # %% auto #0
@@ -119,13 +119,11 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
 # %% ../nbs/08c_pipeline.ipynb #60ff708b
 def _scores(setup: TrainedSetup, X: np.ndarray, y: np.ndarray | None):
     "Non-conformity scores: |y - f(x)| (regression) or 1 - p_y(x); with y=None the (m, C) scores of every label."
-    pred = setup.predictor
+    pred = setup.predictor                                   # the score formulas are those of `models`
     if setup.task == "regression":
-        f = np.asarray(pred.predict(X), dtype=float).reshape(len(X))
-        return None if y is None else np.abs(np.asarray(y, dtype=float) - f)
+        return None if y is None else regression_score(y, pred.predict(X))
     P = np.asarray(pred.predict_proba(X), dtype=float)
-    S = 1.0 - P
-    return S if y is None else S[np.arange(len(y)), np.asarray(y, dtype=int)]
+    return 1.0 - P if y is None else classification_score(P, y)   # y=None: every label's score
 
 def draw_seed(seed: int, sim: int) -> int:
     "Integer seed of the randomness inside draw `sim` (D_eng/D_cal split of the localized methods, engine 'mc')."
