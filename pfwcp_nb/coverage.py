@@ -8,20 +8,13 @@ import warnings
 import numpy as np
 from scipy import special
 from .quantiles import WQ_TOL
+from ._validate import check_n_eff, check_agg_weights, check_unit_open, check_engine, check_pos_int
 
 MAX_EXACT_K: int = 30   # exact enumeration up to 30 agents (2 x 2^15 half-subsets); above, Monte Carlo
 
-def _as_neff(n_eff) -> np.ndarray:
-    n = np.asarray(n_eff, dtype=float)
-    if n.ndim != 1 or n.size == 0:
-        raise ValueError(f"`n_eff` must be a non-empty 1-D array with one entry per agent (K >= 1), got shape {n.shape}.")
-    if not np.all(np.isfinite(n)) or np.any(n <= 0):
-        raise ValueError("`n_eff` must be finite and > 0 (an effective sample size is in [1, n_k]).")
-    return n
-
 def aggregation_weights(n_eff) -> np.ndarray:
     "The paper's aggregation weights `w_k = n_eff_k / sum_j n_eff_j`."
-    n = _as_neff(n_eff)
+    n = check_n_eff(n_eff)
     return n / n.sum()
 
 def beta_law_params(beta, n_eff) -> tuple[np.ndarray, np.ndarray]:
@@ -123,20 +116,14 @@ def _check_tau(tau) -> np.ndarray:
     return t
 
 def _agg_weights(weights, n_eff) -> np.ndarray:
-    if weights is None:
-        return aggregation_weights(n_eff)
-    w = np.asarray(weights, dtype=float)
-    if w.shape != np.shape(n_eff):
-        raise ValueError(f"`weights` has shape {w.shape} but `n_eff` has {np.shape(n_eff)}: one aggregation weight per agent.")
-    if np.any(~np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
-        raise ValueError("`weights` (aggregation) must be finite, >= 0 and not all zero.")
-    return w / w.sum()
+    "The aggregation weights: `weights` checked and normalised, or by default the paper's `n_eff / sum(n_eff)`."
+    return aggregation_weights(n_eff) if weights is None else check_agg_weights(weights, np.size(n_eff))
 
 def wqb_cdf(u, beta, n_eff, tau, *, weights=None) -> np.ndarray:
     """Exact `P(U^(tau) <= u)` for `U^(tau) = Quantile(1-tau; sum_k w_k delta_{U_k})`, `U_k ~ Beta(a_k, b_k)`.
 
     `u`: (J,) points; `beta`: scalar or (K,) per-agent levels; `tau`: scalar or (T,). Returns (J,) or (J, T)."""
-    n = _as_neff(n_eff)
+    n = check_n_eff(n_eff)
     if n.size > MAX_EXACT_K:
         raise ValueError(f"exact enumeration supports K <= {MAX_EXACT_K} agents, got K={n.size}; use `wqb_sample`.")
     b = np.broadcast_to(_check_beta(beta), n.shape)
@@ -224,12 +211,12 @@ def _wq_rows(U, w, levels) -> np.ndarray:
 
 def wqb_sample(beta, n_eff, tau, n_rep: int, *, weights=None, rng=None) -> np.ndarray:
     "Monte Carlo draws of `U^(tau)` as in Procedure 1 (one set of `n_rep` Beta vectors shared by all `tau`) -> (n_rep, T)."
-    n = _as_neff(n_eff)
+    n = check_n_eff(n_eff)
     b = np.broadcast_to(_check_beta(beta), n.shape)
     t = _check_tau(tau)
     rng = np.random.default_rng(rng)
     a_, b_ = beta_law_params(b, n)
-    U = _sample_beta(rng, a_, b_, (int(n_rep), n.size))
+    U = _sample_beta(rng, a_, b_, (check_pos_int(n_rep, "n_rep"), n.size))
     return _wq_rows(U, _agg_weights(weights, n), 1.0 - t)
 
 # %% ../nbs/01_coverage.ipynb #98f4ada1
@@ -243,7 +230,7 @@ def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per 
                        rng=None, # seed or numpy Generator for engine="mc"
                       ) -> np.ndarray: # (R, T)
     "Procedure 1's objective on a grid: `E[U_beta^(tau)]` or `P(U_beta^(tau) >= 1 - alpha)`, exact or Monte Carlo."
-    n = _as_neff(n_eff)
+    n = check_n_eff(n_eff)
     K = n.size
     b = _check_beta(beta)
     if b.ndim == 0:
@@ -253,8 +240,8 @@ def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per 
     if b.ndim != 2 or b.shape[1] != K:
         raise ValueError(f"`beta` must be (R,) or (R, K={K}), got shape {np.shape(beta)}.")
     t = _check_tau(tau)
-    if alpha is not None and not (0 < alpha < 1):
-        raise ValueError(f"`alpha` must lie in (0, 1), got {alpha}.")
+    alpha = None if alpha is None else check_unit_open(alpha, "alpha")
+    engine, n_rep = check_engine(engine, n_rep, "mc" if alpha is None else "ccc")
     w = _agg_weights(weights, n)
     a_, b_ = beta_law_params(b, n[None, :])
     if engine == "exact" and K > MAX_EXACT_K:
@@ -266,8 +253,6 @@ def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per 
             return _expected_exact(a_, b_, sums)
         p = _beta_cdf(1.0 - alpha, a_, b_)                                     # (R, K)
         return 1.0 - sums.prob(p)
-    if engine != "mc":
-        raise ValueError(f"`engine` must be 'exact' or 'mc', got {engine!r}.")
     rng = np.random.default_rng(rng)
     thr = (1.0 - t) * w.sum() * (1.0 - WQ_TOL)
     out = np.empty((b.shape[0], t.size))
@@ -538,7 +523,7 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
     handed to the reference search (`_reference_search`, the same quadrature with scipy's CDFs; also rows with a point
     mass and K > 14), so index and feasibility are those of the reference and the reported objective is within its
     certified error (<= ~1e-6) of the reference's (the coarse one for a kept row)."""
-    n = _as_neff(n_eff)
+    n = check_n_eff(n_eff)
     K = n.size
     b = _check_beta(beta)
     if b.ndim != 2 or b.shape[1] != K:
@@ -546,10 +531,8 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
     t = _check_tau(tau)
     if np.any(np.diff(t) <= 0):
         raise ValueError("`tau` must be strictly increasing.")
-    if alpha is not None and not (0 < alpha < 1):
-        raise ValueError(f"`alpha` must lie in (0, 1), got {alpha}.")
-    if margin is not None and not (0 < margin < 1):
-        raise ValueError(f"`margin` must lie in (0, 1) or be None, got {margin}.")
+    alpha = None if alpha is None else check_unit_open(alpha, "alpha")
+    margin = None if margin is None else check_unit_open(margin, "margin")
     if K > MAX_EXACT_K:
         raise ValueError(f"exact search supports K <= {MAX_EXACT_K} agents, got K={K}; use coverage_objective(engine='mc').")
     sums = SubsetSums(_agg_weights(weights, n), 1.0 - t)

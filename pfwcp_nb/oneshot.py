@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 from .quantiles import quantile_of_quantiles
 from .coverage import coverage_objective, aggregation_weights, largest_feasible_tau, MAX_EXACT_K
-from .procedure import (select_quantiles, QuantileChoice, FEAS_TOL, TIE_TOL, _check_unit, _check_engine,
-                                _check_agg_weights, ccc_alpha)
+from .procedure import select_quantiles, QuantileChoice, FEAS_TOL, TIE_TOL, ccc_alpha
+from ._validate import check_unit_open, check_engine, check_agg_weights, check_pos_int
 from .pfwcp import (AgentCalibration, AgentSummary, OneShotMessage, _ThresholdPredictor, _as_test_weights,
                              _check_agents)
 
@@ -35,12 +35,9 @@ def oneshot_tau_grid(agg_weights, # aggregation weights (K,)
                      n_steps: int = 50, # the paper's 50 steps
                     ) -> np.ndarray: # increasing taus, 0 .. 1 - max w
     "The paper's one-shot grid `{0, D, ..., 1 - max_k w_k}`, `D = (1 - max_k w_k) / n_steps` (duplicates removed)."
-    w = np.asarray(agg_weights, dtype=float)
-    if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
-        raise ValueError("`agg_weights` must be a non-empty 1-D array, finite, >= 0, not all zero.")
-    if not (isinstance(n_steps, (int, np.integer)) and n_steps >= 1):
-        raise ValueError(f"`n_steps` must be a positive integer, got {n_steps!r}.")
-    top = max(0.0, 1.0 - w.max() / w.sum())
+    w = check_agg_weights(agg_weights, name="agg_weights")          # normalised: max(w / s) == max(w) / s exactly
+    n_steps = check_pos_int(n_steps, "n_steps")
+    top = max(0.0, 1.0 - w.max())
     return np.unique(np.linspace(0.0, top, n_steps + 1))
 
 def select_tau_rows(objective, # (m, T) objective per test point and tau
@@ -68,13 +65,8 @@ def oneshot_level(alpha: float, # miscoverage level
                   n1: int, # calibration points of the test agent (agent 0, weights 1): its `AgentSummary.n`
                  ) -> float: # beta_breve in (0, 1)
     "osPFWCP's default one-shot level `1 - r_1/n_1`, r_1 = the rank of the test agent's split-conformal quantile for the guarantee."
-    alpha = _check_unit(alpha, "alpha")
-    try:
-        n = int(n1)
-    except (TypeError, ValueError):
-        n = None
-    if n is None or n != n1 or n < 1:
-        raise ValueError(f"`n1` must be a positive integer (the test agent's number of calibration points), got {n1!r}.")
+    alpha = check_unit_open(alpha, "alpha")
+    n = check_pos_int(n1, "n1", " (the test agent's number of calibration points)")
     a = alpha if delta is None else ccc_alpha(alpha, delta, n)     # CP's level (CCC: Beta-adjusted, notebook 02)
     r = int(np.ceil((1.0 - a) * (n + 1) - 1e-9))                  # CP's rank, as `cp` in 07_baselines
     if r > n:                                                      # CP's set is the whole line
@@ -107,10 +99,10 @@ class OneShotPFWCP(_ThresholdPredictor):
                  on_infeasible: str = "max", # "max": most conservative tau of the grid; "inf": threshold +inf
                  seed=None, # for engine "mc"
                 ):
-        self.alpha = _check_unit(alpha, "alpha")
-        self.delta = None if delta is None else _check_unit(delta, "delta")
+        self.alpha = check_unit_open(alpha, "alpha")
+        self.delta = None if delta is None else check_unit_open(delta, "delta")
         self.criterion = "mc" if self.delta is None else "ccc"
-        self.engine, self.n_rep = _check_engine(engine, n_rep, self.criterion)
+        self.engine, self.n_rep = check_engine(engine, n_rep, self.criterion)
         if on_infeasible not in ("max", "inf"):
             raise ValueError(f"`on_infeasible` must be 'max' or 'inf', got {on_infeasible!r}.")
         if beta_breve_rule not in BETA_BREVE_RULES:
@@ -133,8 +125,8 @@ class OneShotPFWCP(_ThresholdPredictor):
         else:
             if beta_breve is None:                           # "cp-rank": from n_1, alpha and delta alone
                 beta_breve = oneshot_level(self.alpha, self.delta, n1)
-            w = aggregation_weights(n_eff) if self.agg_weights is None else _check_agg_weights(self.agg_weights, n_eff.size)
-        self.beta_breve_, self.agg_weights_, self._plan_n_eff = _check_unit(beta_breve, "beta_breve"), w, n_eff
+            w = aggregation_weights(n_eff) if self.agg_weights is None else check_agg_weights(self.agg_weights, n_eff.size)
+        self.beta_breve_, self.agg_weights_, self._plan_n_eff = check_unit_open(beta_breve, "beta_breve"), w, n_eff
         return self.beta_breve_
 
     def plan(self,
