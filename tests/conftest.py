@@ -1,14 +1,25 @@
-"""Shared fixtures: the real data files.
+"""Shared fixtures of the test suite.
 
-Tests that read the real datasets ask for them through `require_dataset(name)` (or the `data_dir` fixture
-for all of them). A missing file skips the test with the reason (the FileNotFoundError of the loader,
-which names the file and the `pfwcp-data fetch` command); under PFWCP_REQUIRE_DATA=1 it fails instead,
-so a run that is meant to use the data cannot pass by skipping."""
+**Notebooks or pytest?** One rule: *worked examples live in the notebooks* (a hand-computed case, a figure, the
+check that follows an exported cell, run by `nbdev_test`); *property tests, bad-input tests and integration tests
+live in tests/* (hypothesis or many seeds, every `ValueError` with its message, subprocess runs of the console
+scripts, statistical checks over many draws). A case is written once: a value checked in a notebook is not checked
+again here.
+
+Fixtures:
+- `severe_gaussian(K, seed)`: the severe Gaussian-shift federation of the paper's S3, built by
+  `data.make_federation`, and the Generator that drew its shift (go on drawing from it).
+- `toy_calibration_draw`: the `baselines.toy_draw(0, m=25)` calibration draw (K = 11, oracle weights and localizer).
+- `require_dataset(name)` / `data_dir`: the real data files. A missing file skips the test with the reason (the
+  FileNotFoundError of the loader, which names the file and the `pfwcp-data fetch` command); under
+  PFWCP_REQUIRE_DATA=1 it fails instead, so a run that is meant to use the data cannot pass by skipping."""
 import os
 
+import numpy as np
 import pytest
 
 from pfwcp_nb import data as D
+from pfwcp_nb.baselines import toy_draw
 
 
 def _unavailable(reason: str):
@@ -35,3 +46,18 @@ def data_dir(require_dataset):
     for name in D.DATA_FILES:
         root = require_dataset(name)
     return root
+
+
+@pytest.fixture
+def severe_gaussian():
+    "A function `(K=11, seed=0) -> (Federation, Generator)`: the severe Gaussian shift, and the Generator after its draw."
+    def build(K: int = 11, seed: int = 0):
+        rng = np.random.default_rng(seed)
+        return D.make_federation("gaussian", "severe", K=K, seed=rng), rng
+    return build
+
+
+@pytest.fixture(scope="session")
+def toy_calibration_draw():
+    "A small `CalibrationDraw`: K = 11 agents, 100 calibration points each, 25 test points, oracle weights."
+    return toy_draw(0, m=25)
