@@ -11,14 +11,17 @@ __all__ = ['check_unit_open', 'check_unit_half_open', 'check_pos_int', 'check_we
            'check_engine']
 
 # %% ../nbs/00a_validate.ipynb #5660d2bf
+def _number(x, name: str, interval: str) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"`{name}` must be a number in {interval}, got {x!r}.") from None
+
 def check_unit_open(x, # the value to check
                     name: str, # the argument's name, for the message
                    ) -> float:
     "A number in the open interval (0, 1): a miscoverage level alpha, a CCC level delta, a local level beta."
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        raise ValueError(f"`{name}` must be a number in (0, 1), got {x!r}.") from None
+    x = _number(x, name, "(0, 1)")
     if not (0.0 < x < 1.0):
         raise ValueError(f"`{name}` must lie in the open interval (0, 1), got {x}.")
     return x
@@ -27,10 +30,7 @@ def check_unit_half_open(x, # the value to check
                          name: str = "level", # the argument's name, for the message
                         ) -> float:
     "A number in (0, 1]: the level of a quantile."
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        raise ValueError(f"`{name}` must be a number in (0, 1], got {x!r}.") from None
+    x = _number(x, name, "(0, 1]")
     if not (0.0 < x <= 1.0):
         raise ValueError(f"`{name}` must lie in (0, 1], got {x}.")
     return x

@@ -104,8 +104,8 @@ def _tau_search(betas, # (m, K) local levels beta^k(X_j)
     return OneShotSelection(tau=taus[idx], value=obj[np.arange(idx.size), idx], feasible=ok, betas=betas, index=idx)
 
 # %% ../nbs/03_oneshot.ipynb #ab12bba9
-class _OneShotServer(_ThresholdPredictor):
-    "osPFWCP's calibration round: the options, `plan` (the level beta_breve from the summaries) and `calibrate` (one message per agent)."
+class _OneShotPlanner(_ThresholdPredictor):
+    "osPFWCP's options and its plan: the one-shot level beta_breve, from the agents' summaries."
     def __init__(self,
                  alpha: float = 0.1, # miscoverage level
                  delta: float | None = None, # None -> marginal coverage; else CCC level
@@ -157,6 +157,9 @@ class _OneShotServer(_ThresholdPredictor):
         summaries = _check_agents(summaries, (AgentSummary,))
         return self._plan(np.array([s.n_eff for s in summaries]), summaries[0].n, beta_breve)
 
+# %% ../nbs/03_oneshot.ipynb #60f657f5
+class OneShotPFWCP(_OneShotPlanner):
+    "osPFWCP: one calibration message per agent; per test point, local levels beta^k(X) and a 1-D search over tau."
     def calibrate(self,
                   agents, # AgentCalibration objects (in process) or their OneShotMessages (server side); agent 0 = test agent
                   beta_breve: float | None = None, # one-shot local level; None -> `plan`'s (messages: their level)
@@ -180,9 +183,6 @@ class _OneShotServer(_ThresholdPredictor):
         self.tau_thresholds_ = np.array([quantile_of_quantiles(qb, w, 1.0 - t) for t in self.taus_])
         return self
 
-# %% ../nbs/03_oneshot.ipynb #60f657f5
-class OneShotPFWCP(_OneShotServer):
-    "osPFWCP: one calibration message per agent; per test point, local levels beta^k(X) and a 1-D search over tau."
     def select(self, test_weights) -> OneShotSelection:
         "Per-test local levels and the tau search (vectorised over test points)."
         if not hasattr(self, "messages_"):

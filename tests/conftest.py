@@ -9,17 +9,19 @@ again here.
 Fixtures:
 - `severe_gaussian(K, seed)`: the severe Gaussian-shift federation of the paper's S3, built by
   `data.make_federation`, and the Generator that drew its shift (go on drawing from it).
-- `toy_calibration_draw`: the `baselines.toy_draw(0, m=25)` calibration draw (K = 11, oracle weights and localizer).
 - `require_dataset(name)` / `data_dir`: the real data files. A missing file skips the test with the reason (the
   FileNotFoundError of the loader, which names the file and the `pfwcp-data fetch` command); under
-  PFWCP_REQUIRE_DATA=1 it fails instead, so a run that is meant to use the data cannot pass by skipping."""
+  PFWCP_REQUIRE_DATA=1 it fails instead, so a run that is meant to use the data cannot pass by skipping.
+
+Toy calibration draws (scores, weights, test weights, oracle localizer) come from the package's own builder
+`baselines.toy_draw(seed, m=...)`, as in test_baselines.py. Bench scripts, which cannot use fixtures, call
+`make_federation` and `toy_draw` directly."""
 import os
 
 import numpy as np
 import pytest
 
 from pfwcp_nb import data as D
-from pfwcp_nb.baselines import toy_draw
 
 
 def _unavailable(reason: str):
@@ -55,9 +57,3 @@ def severe_gaussian():
         rng = np.random.default_rng(seed)
         return D.make_federation("gaussian", "severe", K=K, seed=rng), rng
     return build
-
-
-@pytest.fixture(scope="session")
-def toy_calibration_draw():
-    "A small `CalibrationDraw`: K = 11 agents, 100 calibration points each, 25 test points, oracle weights."
-    return toy_draw(0, m=25)
