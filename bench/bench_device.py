@@ -19,15 +19,14 @@ from _util import timed
 
 from pfwcp_nb.density_ratio import fit_density_ratios
 from pfwcp_nb.models import train_predictor
+from pfwcp_nb.data import make_federation
 
 
-def gaussian_federation(seed: int = 0, K: int = 11, d: int = 10, n: int = 50):
+def gaussian_federation(seed: int = 0, K: int = 11, n: int = 50):
     "Severe Gaussian shift of the paper's S3: training sets (X, y = sum x) of K agents and 1000 query points of agent 1."
     rng = np.random.default_rng(seed)
-    q = d // 4
-    M = np.zeros((K, d))
-    M[0, :q] = rng.uniform(-1, -0.5, size=q)
-    M[1:, q:] = rng.uniform(-0.7, 0.7, size=(K - 1, d - q))
+    M = make_federation("gaussian", "severe", K=K, seed=rng).shift["means"]   # (K, d = 10)
+    d = M.shape[1]
     X = [rng.normal(M[k], 1.0, size=(n, d)) for k in range(K)]
     return X, [x.sum(1) for x in X], rng.normal(M[0], 1.0, size=(1000, d))
 

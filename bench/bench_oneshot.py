@@ -33,6 +33,7 @@ from pfwcp_nb.coverage import largest_feasible_tau
 from pfwcp_nb.oneshot import OneShotPFWCP, local_levels
 from pfwcp_nb.procedure import FEAS_TOL
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
+from pfwcp_nb.data import make_federation
 
 REF_COMMIT = "5c99045"
 
@@ -50,12 +51,11 @@ def load_reference():
     return mod
 
 
-def gaussian_shift(seed: int, K: int = 11, d: int = 10, n: int = 100, m: int = 500):
+def gaussian_shift(seed: int, K: int = 11, n: int = 100, m: int = 500):
     "Agents (oracle weights) and (m, K) test weights for one draw of the severe Gaussian shift (S3)."
     rng = np.random.default_rng(seed)
-    g = np.zeros((K, d))
-    g[0, : d // 4] = rng.uniform(-1.0, -0.5, d // 4)
-    g[1:, d // 4:] = rng.uniform(-0.7, 0.7, (K - 1, d - d // 4))
+    g = make_federation("gaussian", "severe", K=K, seed=rng).shift["means"]   # (K, d = 10)
+    d = g.shape[1]
     ow = lambda X: np.exp(X @ (g[0] - g).T - 0.5 * (g[0] @ g[0] - np.sum(g * g, axis=1)))
     score = lambda X: 0.1 * np.abs(X.sum(axis=1))
     agents = []

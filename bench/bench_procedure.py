@@ -22,14 +22,14 @@ from _util import timed
 from pfwcp_nb.coverage import wqb_sample
 from pfwcp_nb.procedure import FEAS_TOL, TIE_TOL, select_quantiles
 from pfwcp_nb.quantiles import effective_sample_size
+from pfwcp_nb.data import make_federation
 
 
-def heterogeneous_neff(seed: int, K: int = 11, d: int = 10, n: int = 100) -> np.ndarray:
+def heterogeneous_neff(seed: int, K: int = 11, n: int = 100) -> np.ndarray:
     "n_eff of K agents: oracle weights dP^1/dP^k on one draw of the severe Gaussian shift (S3)."
     rng = np.random.default_rng(seed)
-    g = np.zeros((K, d))
-    g[0, : d // 4] = rng.uniform(-1.0, -0.5, d // 4)
-    g[1:, d // 4:] = rng.uniform(-0.7, 0.7, (K - 1, d - d // 4))
+    g = make_federation("gaussian", "severe", K=K, seed=rng).shift["means"]   # (K, d = 10)
+    d = g.shape[1]
     out = [float(n)]
     for k in range(1, K):
         X = g[k] + rng.standard_normal((n, d))

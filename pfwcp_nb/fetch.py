@@ -261,6 +261,7 @@ def fetch_file(name: str, dest: str | os.PathLike, *, mirror: str | None = None,
         _publish(tmp, target)
     return f"downloaded from {src.url}"
 
+# %% ../nbs/06b_fetch.ipynb #2b647cb6
 def dataset_files(names=None) -> list[str]:
     "The files datasets `names` (default: every real dataset) read, in order."
     names = REAL_DATASETS if not names else names

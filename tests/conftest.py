@@ -1,11 +1,24 @@
-"""Shared fixtures: the real data files.
+"""Shared fixtures of the test suite.
 
-Tests that read the real datasets ask for them through `require_dataset(name)` (or the `data_dir` fixture
-for all of them). A missing file skips the test with the reason (the FileNotFoundError of the loader,
-which names the file and the `pfwcp-data fetch` command); under PFWCP_REQUIRE_DATA=1 it fails instead,
-so a run that is meant to use the data cannot pass by skipping."""
+**Notebooks or pytest?** One rule: *worked examples live in the notebooks* (a hand-computed case, a figure, the
+check that follows an exported cell, run by `nbdev_test`); *property tests, bad-input tests and integration tests
+live in tests/* (hypothesis or many seeds, every `ValueError` with its message, subprocess runs of the console
+scripts, statistical checks over many draws). A case is written once: a value checked in a notebook is not checked
+again here.
+
+Fixtures:
+- `severe_gaussian(K, seed)`: the severe Gaussian-shift federation of the paper's S3, built by
+  `data.make_federation`, and the Generator that drew its shift (go on drawing from it).
+- `require_dataset(name)` / `data_dir`: the real data files. A missing file skips the test with the reason (the
+  FileNotFoundError of the loader, which names the file and the `pfwcp-data fetch` command); under
+  PFWCP_REQUIRE_DATA=1 it fails instead, so a run that is meant to use the data cannot pass by skipping.
+
+Toy calibration draws (scores, weights, test weights, oracle localizer) come from the package's own builder
+`baselines.toy_draw(seed, m=...)`, as in test_baselines.py. Bench scripts, which cannot use fixtures, call
+`make_federation` and `toy_draw` directly."""
 import os
 
+import numpy as np
 import pytest
 
 from pfwcp_nb import data as D
@@ -35,3 +48,12 @@ def data_dir(require_dataset):
     for name in D.DATA_FILES:
         root = require_dataset(name)
     return root
+
+
+@pytest.fixture
+def severe_gaussian():
+    "A function `(K=11, seed=0) -> (Federation, Generator)`: the severe Gaussian shift, and the Generator after its draw."
+    def build(K: int = 11, seed: int = 0):
+        rng = np.random.default_rng(seed)
+        return D.make_federation("gaussian", "severe", K=K, seed=rng), rng
+    return build

@@ -10,6 +10,7 @@ from pfwcp_nb.density_ratio import (
     fit_density_ratios, fit_fwcp_ratio, gaussian_oracle_ratio, image_statistics, oracle_density_ratios, ratio_quality,
     ratio_settings, select_by_validation, tilting_oracle_ratio,
 )
+from pfwcp_nb.data import make_federation
 
 K, D = 11, 10
 
@@ -23,10 +24,7 @@ class StandIn:
 def gaussian_federation(seed, K=K):
     "Severe Gaussian shift of the paper (S3): 50 training and 100 calibration points per agent."
     rng = np.random.default_rng(seed)
-    q = D // 4
-    M = np.zeros((K, D))
-    M[0, :q] = rng.uniform(-1, -0.5, size=q)
-    M[1:, q:] = rng.uniform(-0.7, 0.7, size=(K - 1, D - q))
+    M = make_federation("gaussian", "severe", K=K, seed=rng).shift["means"]
     train = [rng.normal(M[k], 1.0, size=(50, D)) for k in range(K)]
     cal = [rng.normal(M[k], 1.0, size=(100, D)) for k in range(K)]
     return M, train, cal

@@ -8,6 +8,7 @@ import pytest
 from pfwcp_nb.pfwcp import PROTOCOL_VERSION, PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage, aggregate
 from pfwcp_nb.procedure import select_quantiles
 from pfwcp_nb.quantiles import effective_sample_size, quantile_of_quantiles, weighted_quantile
+from pfwcp_nb.data import make_federation
 
 
 def brute_quantile(values, weights, level):
@@ -123,14 +124,9 @@ def test_bad_input(make, match):
 
 
 # ---------------------------------------------------------------- statistical check (seeded, ~30 s)
-def gaussian_gammas(K=11, d=10, seed=0):
+def gaussian_gammas(K=11, seed=0):
     "Severe Gaussian shift of the paper's supplement S3."
-    rng = np.random.default_rng(seed)
-    q = d // 4
-    g = np.zeros((K, d))
-    g[0, :q] = rng.uniform(-1.0, -0.5, q)
-    g[1:, q:] = rng.uniform(-0.7, 0.7, (K - 1, d - q))
-    return g
+    return make_federation("gaussian", "severe", K=K, seed=seed).shift["means"]
 
 
 def oracle_weights(X, g):
