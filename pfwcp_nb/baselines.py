@@ -13,7 +13,8 @@ import pandas as pd
 from scipy import special
 from tqdm.auto import tqdm
 from .quantiles import weighted_quantile, quantile_of_quantiles
-from .procedure import select_quantiles, QuantileChoice, _check_unit, ccc_alpha
+from .procedure import select_quantiles, QuantileChoice, ccc_alpha
+from ._validate import check_unit_open
 from .pfwcp import AgentCalibration, PFWCP
 from .oneshot import OneShotPFWCP
 from .data import TASK_KINDS, make_federation
@@ -225,8 +226,8 @@ def toy_draw(seed: int = 0, # calibration/test draw
 ENGINES = ("exact", "mc")
 
 def _check_call(alpha, delta, engine) -> tuple[float, float | None]:
-    alpha = _check_unit(alpha, "alpha")
-    delta = None if delta is None else _check_unit(delta, "delta")
+    alpha = check_unit_open(alpha, "alpha")
+    delta = None if delta is None else check_unit_open(delta, "delta")
     if engine not in ENGINES:
         raise ValueError(f"`engine` must be one of {ENGINES}, got {engine!r}.")
     return alpha, delta

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import xlrd
 
+from ._validate import check_pos_int
+
 # %% auto #0
 __all__ = ['TASK_KINDS', 'SHIFT_KINDS', 'HETEROGENEITY', 'DATASET_SPECS', 'BIKE_COVARIATES', 'CRIME_NONPREDICTIVE', 'CRIME_D',
            'STAR_COVARIATES', 'CIFAR_COVARIATES', 'SYNTHETIC_D', 'SYNTHETIC_N', 'SYNTHETIC_COVARIATES', 'DATASETS',
@@ -284,11 +286,6 @@ def _check_name(name) -> str:
     return name.lower()
 
 # %% ../nbs/06_data.ipynb #f5a63574
-def _check_pos_int(v, what: str) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"`{what}` must be a positive integer, got {v!r}.")
-    return int(v)
-
 def _as_rng(rng) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
@@ -322,7 +319,7 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None, *, n: int
     `seed`; `n`/`seed` are ignored for the real datasets."""
     spec = DATASET_SPECS[_check_name(name)]
     if spec.shift == "gaussian":
-        n = SYNTHETIC_N if n is None else _check_pos_int(n, "n")
+        n = SYNTHETIC_N if n is None else check_pos_int(n, "n")
         rng = _as_rng(seed)
         return _synthetic_sample(spec.response, np.full(spec.paper_size[1], spec.center), n, rng)
     X, y, _ = _real(spec.name, data_dir)
@@ -353,7 +350,7 @@ def shift_parameters(kind: str, heterogeneity: str, K: int, d: int, rng) -> np.n
     (`kind="tilting"`), or (K, S) normalised severity probabilities eta^k (`kind="cifar"`, `d` ignored).
     Row 0 is the test agent (agent 1 of the paper)."""
     heterogeneity = _check_heterogeneity(heterogeneity)
-    K = _check_pos_int(K, "K")
+    K = check_pos_int(K, "K")
     rng = _as_rng(rng)
     if kind == "cifar":
         eta = rng.uniform(0.0, 1.0, size=(K, CIFAR_SEVERITIES[heterogeneity]))
@@ -361,7 +358,7 @@ def shift_parameters(kind: str, heterogeneity: str, K: int, d: int, rng) -> np.n
     ranges = {"gaussian": _GAUSS_RANGES, "tilting": _TILT_RANGES}
     if kind not in ranges:
         raise ValueError(f"`kind` must be 'gaussian', 'tilting' or 'cifar', got {kind!r}.")
-    d = _check_pos_int(d, "d")
+    d = check_pos_int(d, "d")
     (a1, b1), (ak, bk) = ranges[kind][heterogeneity]
     q = d // 4
     params = np.zeros((K, d))
@@ -474,7 +471,7 @@ class Federation:
         """Draw `n` points (X, y) of agent `k` (0 = test agent) with `rng` (Generator or seed). With
         `return_info=True` also a dict: `index` (pool rows or image ids; None for synthetic data) and, for cifar,
         `severity` (severity index per image)."""
-        k, n, rng = self._check_k(k), _check_pos_int(n, "n"), _as_rng(rng)
+        k, n, rng = self._check_k(k), check_pos_int(n, "n"), _as_rng(rng)
         kind, info = self.shift["kind"], {"index": None}
         if kind == "gaussian":
             X, y = _synthetic_sample(DATASET_SPECS[self.name].response, self.shift["means"][k], n, rng)
@@ -519,7 +516,7 @@ def make_federation(name: str, heterogeneity: str = "severe", *, K: int = 11, se
                     data_dir: str | os.PathLike | None = None) -> Federation:
     "A `Federation` of `K` agents for dataset `name` at a heterogeneity level of S3; `seed` draws the shift parameters."
     name, heterogeneity = _check_name(name), _check_heterogeneity(heterogeneity)
-    K = _check_pos_int(K, "K")
+    K = check_pos_int(K, "K")
     if K < 2:
         raise ValueError(f"`K` must be at least 2 (the test agent and one other), got {K}.")
     rng = _as_rng(seed)
@@ -553,11 +550,11 @@ class FederatedSplit:
 
 def _per_agent(v, K: int, what: str) -> list[int]:
     if np.ndim(v) == 0:
-        return [_check_pos_int(v, what)] * K
+        return [check_pos_int(v, what)] * K
     v = list(v)
     if len(v) != K:
         raise ValueError(f"`{what}` must be an int or one value per agent (K={K}), got {len(v)} values.")
-    return [_check_pos_int(x, what) for x in v]
+    return [check_pos_int(x, what) for x in v]
 
 def draw_split(fed: Federation, *, n_train=50, n_cal=100, n_test: int = 500, rng=None) -> FederatedSplit:
     """Draw training (`n_train`) and calibration (`n_cal`) points for every agent and `n_test` test points of
@@ -565,7 +562,7 @@ def draw_split(fed: Federation, *, n_train=50, n_cal=100, n_test: int = 500, rng
     if not isinstance(fed, Federation):
         raise ValueError(f"`fed` must be a Federation from make_federation, got {type(fed).__name__}.")
     n_tr, n_ca = _per_agent(n_train, fed.K, "n_train"), _per_agent(n_cal, fed.K, "n_cal")
-    n_test, rng = _check_pos_int(n_test, "n_test"), _as_rng(rng)
+    n_test, rng = check_pos_int(n_test, "n_test"), _as_rng(rng)
     out = {key: [] for key in ("train_X", "train_y", "cal_X", "cal_y", "train_info", "cal_info")}
     for k in range(fed.K):
         for part, m in (("train", n_tr[k]), ("cal", n_ca[k])):

@@ -6,8 +6,9 @@
 from __future__ import annotations
 from dataclasses import dataclass, fields
 import numpy as np
-from .quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles, _as_weights
-from .procedure import select_quantiles, QuantileChoice, _check_unit, SELECT_RULES, infinite_cells, choose_cells
+from .quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles
+from .procedure import select_quantiles, QuantileChoice, SELECT_RULES, infinite_cells, choose_cells
+from ._validate import check_unit_open, check_weights
 
 # %% auto #0
 __all__ = ['PROTOCOL_VERSION', 'AgentSummary', 'AgentMessage', 'OneShotMessage', 'AgentCalibration', 'aggregate', 'PFWCP']
@@ -102,7 +103,7 @@ class AgentCalibration:
             raise ValueError(f"`scores` must be a non-empty 1-D array (an agent needs calibration points), got shape {s.shape}.")
         if np.any(np.isnan(s)):
             raise ValueError("`scores` contains NaN; remove those calibration points.")
-        w = np.ones_like(s) if weights is None else _as_weights(weights, "weights", n=s.size)
+        w = np.ones_like(s) if weights is None else check_weights(weights, "weights", n=s.size)
         order = np.argsort(s, kind="stable")
         self._scores, self._weights = s[order], w[order]
         self._summary = AgentSummary(n_eff=effective_sample_size(w), weight_total=float(w.sum()), n=int(s.size))
@@ -116,7 +117,7 @@ class AgentCalibration:
                 test_weights, # omega^k(X) for m test points: scalar or (m,)
                ) -> AgentMessage:
         "Local quantiles Q^k_beta for a batch of test points (the +inf atom carries the test weight)."
-        beta = _check_unit(beta, "beta")
+        beta = check_unit_open(beta, "beta")
         tw = np.atleast_1d(np.asarray(test_weights, dtype=float))
         if tw.ndim != 1:
             raise ValueError(f"`test_weights` must be a scalar or 1-D (m,), got shape {tw.shape}.")
@@ -127,7 +128,7 @@ class AgentCalibration:
                         beta_breve: float, # the one-shot local level
                        ) -> OneShotMessage:
         "osPFWCP calibration message: Q-breve at level 1-beta_breve (no +inf atom) and the two weight totals."
-        bb = _check_unit(beta_breve, "beta_breve")
+        bb = check_unit_open(beta_breve, "beta_breve")
         q = weighted_quantile(self._scores, self._weights, 1.0 - bb)
         above = float(self._weights[self._scores > q].sum())
         return OneShotMessage(quantile=float(q), weight_total=self._summary.weight_total, weight_above=above,
@@ -267,8 +268,8 @@ class PFWCP(_CellRules):
                  select: str = "paper", # cell rule (SELECT_RULES): "paper", "finite-first" or "fewest-infinite"
                  seed=None, # for engine "mc"
                 ):
-        self.alpha = _check_unit(alpha, "alpha")
-        self.delta = None if delta is None else _check_unit(delta, "delta")
+        self.alpha = check_unit_open(alpha, "alpha")
+        self.delta = None if delta is None else check_unit_open(delta, "delta")
         if select not in SELECT_RULES:
             raise ValueError(f"`select` must be one of {SELECT_RULES}, got {select!r}.")
         self.engine, self.n_rep, self.grid, self.agg_weights, self.seed = engine, n_rep, grid, agg_weights, seed

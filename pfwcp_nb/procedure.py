@@ -10,26 +10,17 @@ import numpy as np
 from scipy import optimize, stats
 from .quantiles import WQ_TOL
 from .coverage import coverage_objective, aggregation_weights, MAX_EXACT_K
+from ._validate import check_agg_weights, check_engine, check_n_eff, check_unit_open
 
 # %% auto #0
 __all__ = ['FEAS_TOL', 'TIE_TOL', 'SELECT_RULES', 'paper_grid', 'select_cell', 'aggregate_level', 'QuantileChoice',
            'select_quantiles', 'infinite_cells', 'feasible_ranking', 'choose_cells', 'ccc_alpha']
 
 # %% ../nbs/02_procedure.ipynb #3ccc5acd
-def _check_unit(x, name: str) -> float:
-    "A level in the open interval (0, 1)."
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        raise ValueError(f"`{name}` must be a number in (0, 1), got {x!r}.") from None
-    if not (0.0 < x < 1.0):
-        raise ValueError(f"`{name}` must lie in the open interval (0, 1), got {x}.")
-    return x
-
 def paper_grid(alpha: float, # miscoverage level, in (0, 1/4)
               ) -> tuple[np.ndarray, np.ndarray]: # betas (22,), taus (22,)
     "The search grid of the paper: betas `{alpha, ..., 1/4}` (step `(1/4-alpha)/21`) and taus `{0, 1/42, ..., 1/2}`."
-    alpha = _check_unit(alpha, "alpha")
+    alpha = check_unit_open(alpha, "alpha")
     if alpha >= 0.25:
         raise ValueError(f"`alpha`={alpha} >= 1/4 leaves the paper's beta range {{alpha, ..., 1/4}} empty; "
                          "pass your own `grid=(betas, taus)`.")
@@ -94,24 +85,6 @@ class QuantileChoice:
     weights: np.ndarray    # aggregation weights used (K,)
     n_rep: int | None      # Monte Carlo repetitions (None for the exact engine)
 
-def _check_n_eff(n_eff) -> np.ndarray:
-    n = np.atleast_1d(np.asarray(n_eff, dtype=float))
-    if n.ndim != 1:
-        raise ValueError(f"`n_eff` must be 1-D (one effective sample size per agent), got shape {n.shape}.")
-    if n.size == 0:
-        raise ValueError("`n_eff` is empty (K=0): pass one effective sample size per agent, at least one agent.")
-    if not np.all(np.isfinite(n)) or np.any(n <= 0):
-        raise ValueError(f"`n_eff` must be finite and > 0 (Kish's n_eff of non-zero weights is >= 1), got {n}.")
-    return n
-
-def _check_agg_weights(weights, K: int) -> np.ndarray:
-    w = np.atleast_1d(np.asarray(weights, dtype=float))
-    if w.ndim != 1 or w.size != K:
-        raise ValueError(f"`weights` (aggregation weights) must have one entry per agent, K={K}; got shape {w.shape}.")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
-        raise ValueError("`weights` (aggregation weights) must be finite, >= 0 and not all zero.")
-    return w / w.sum()
-
 def _check_grid(grid) -> tuple[np.ndarray, np.ndarray]:
     try:
         betas, taus = grid
@@ -127,14 +100,6 @@ def _check_grid(grid) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"`grid`: taus must lie in [0, 1), got {taus[(taus < 0) | (taus >= 1) | np.isnan(taus)]}.")
     return betas, taus
 
-def _check_engine(engine: str, n_rep, criterion: str) -> tuple[str, int]:
-    if engine not in ("exact", "mc"):
-        raise ValueError(f"`engine` must be 'exact' or 'mc', got {engine!r}.")
-    if n_rep is None:
-        n_rep = 2000 if criterion == "mc" else 4000   # the paper's choices
-    if not (isinstance(n_rep, (int, np.integer)) and n_rep > 0):
-        raise ValueError(f"`n_rep` must be a positive integer, got {n_rep!r}.")
-    return engine, int(n_rep)
 
 # %% ../nbs/02_procedure.ipynb #5e1ec7a0
 _EXACT_MEMO: dict = {}    # exact objectives of the last few calls (same n_eff, levels, grid, weights -> same table)
@@ -151,14 +116,14 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
                      seed=None, # int or numpy Generator, used by engine "mc"
                     ) -> QuantileChoice:
     "Procedure 1: the grid cell (beta, tau) with the smallest feasible coverage objective."
-    n = _check_n_eff(n_eff)
-    alpha = _check_unit(alpha, "alpha")
+    n = check_n_eff(n_eff)
+    alpha = check_unit_open(alpha, "alpha")
     criterion = "mc" if delta is None else "ccc"
     if delta is not None:
-        delta = _check_unit(delta, "delta")
-    engine, n_rep = _check_engine(engine, n_rep, criterion)
+        delta = check_unit_open(delta, "delta")
+    engine, n_rep = check_engine(engine, n_rep, criterion)
     betas, taus = paper_grid(alpha) if grid is None else _check_grid(grid)
-    w = aggregation_weights(n) if weights is None else _check_agg_weights(weights, n.size)
+    w = aggregation_weights(n) if weights is None else check_agg_weights(weights, n.size)
     used = "mc" if (engine == "mc" or n.size > MAX_EXACT_K) else "exact"
     crit_alpha = None if delta is None else alpha
     key = (n.tobytes(), crit_alpha, betas.tobytes(), taus.tobytes(), w.tobytes())
@@ -202,7 +167,7 @@ def infinite_cells(weight_totals, # omega-bar^k = sum_i omega_i^k of each agent 
         raise ValueError(f"`test_weights` must have shape (m, K={wt.size}), got {tw.shape}.")
     if not np.all(np.isfinite(tw)) or np.any(tw < 0):
         raise ValueError("`test_weights` must be finite and >= 0 (density ratios at the test points).")
-    w = _check_agg_weights(agg_weights, wt.size)
+    w = check_agg_weights(agg_weights, wt.size)
     b, t = np.atleast_1d(np.asarray(betas, dtype=float)), np.atleast_1d(np.asarray(taus, dtype=float))
     if b.ndim != 1 or t.ndim != 1 or not np.all((b > 0) & (b < 1)) or not np.all((t >= 0) & (t < 1)):
         raise ValueError("`betas` must be 1-D in (0, 1) and `taus` 1-D in [0, 1).")
@@ -256,7 +221,7 @@ def ccc_alpha(alpha: float, # target miscoverage
               n: float, # number of calibration scores (n_1, or sum n_k for pooled methods)
              ) -> float: # alpha* in (0, 1), or 0.0 when no alpha' qualifies (the set is then everything)
     "Largest alpha' with F_Beta(1-alpha; (1-alpha')(n+1), alpha'(n+1)) <= delta."
-    alpha, delta = _check_unit(alpha, "alpha"), _check_unit(delta, "delta")
+    alpha, delta = check_unit_open(alpha, "alpha"), check_unit_open(delta, "delta")
     if not (np.isfinite(n) and n > 0):
         raise ValueError(f"`n` must be a positive number of calibration scores, got {n}.")
     f = lambda a: stats.beta.cdf(1.0 - alpha, (1.0 - a) * (n + 1), a * (n + 1)) - delta

@@ -13,7 +13,6 @@ __all__ = ['WQ_TOL', 'weighted_quantile', 'effective_sample_size', 'quantile_of_
 # %% ../nbs/00_quantiles.ipynb #1489f94a
 WQ_TOL: float = 1e-12  # relative tolerance of the comparison F(x) >= level (see the text)
 
-_as_weights = check_weights   # transitional: 02b_pfwcp imports `_as_weights` from here; it moves to `_validate`
 
 # %% ../nbs/00_quantiles.ipynb #f3109c7b
 def weighted_quantile(values, # scores v_1..v_n (1-D, may contain ties; NaN not allowed)
