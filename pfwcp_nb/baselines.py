@@ -356,19 +356,20 @@ def fglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, en
 def _agents(scores, weights) -> list:
     return [AgentCalibration(s, w) for s, w in zip(scores, weights)]
 
+def _fitted(estimator, draw: CalibrationDraw, alpha, delta, engine, seed):
+    "`PFWCP` or `OneShotPFWCP` calibrated on the draw's (unlocalized) scores and weights."
+    alpha, delta = _check_call(alpha, delta, engine)
+    return estimator(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights))
+
 def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
           seed=0) -> np.ndarray:
     "PFWCP (Procedure 1 + weighted quantile of weighted local quantiles), via `pfwcp_nb.pfwcp.PFWCP`."
-    alpha, delta = _check_call(alpha, delta, engine)
-    est = PFWCP(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights))
-    return est.threshold(draw.test_weights)
+    return _fitted(PFWCP, draw, alpha, delta, engine, seed).threshold(draw.test_weights)
 
 def ospfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
             seed=0) -> np.ndarray:
     "osPFWCP (one quantile per agent at the default `oneshot_level`, per-test tau), via `pfwcp_nb.oneshot.OneShotPFWCP`."
-    alpha, delta = _check_call(alpha, delta, engine)
-    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights))
-    return est.threshold(draw.test_weights)
+    return _fitted(OneShotPFWCP, draw, alpha, delta, engine, seed).threshold(draw.test_weights)
 
 def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
               seed=0) -> np.ndarray:
