@@ -123,6 +123,7 @@ class _OneShotPlanner(_ThresholdPredictor):
         self.delta = None if delta is None else check_unit_open(delta, "delta")
         self.criterion = "mc" if self.delta is None else "ccc"
         self.engine, self.n_rep = check_engine(engine, n_rep, self.criterion)
+        self.messages_ = None                               # the agents' one-shot messages, set by `calibrate`
         if on_infeasible not in ("max", "inf"):
             raise ValueError(f"`on_infeasible` must be 'max' or 'inf', got {on_infeasible!r}.")
         if beta_breve_rule not in BETA_BREVE_RULES:
@@ -185,7 +186,7 @@ class OneShotPFWCP(_OneShotPlanner):
 
     def select(self, test_weights) -> OneShotSelection:
         "Per-test local levels and the tau search (vectorised over test points)."
-        if not hasattr(self, "messages_"):
+        if self.messages_ is None:
             raise ValueError("call `calibrate(agents)` before predicting.")
         return _tau_search(local_levels(self.messages_, test_weights), self.n_eff_, self.taus_, self.agg_weights_,
                            self.alpha, self.delta, self.engine, self.n_rep, self.rng)
@@ -206,4 +207,4 @@ class OneShotPFWCP(_OneShotPlanner):
     def __repr__(self):
         s = (f"OneShotPFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, "
              f"beta_breve_rule={self.beta_breve_rule!r})")
-        return s + (f" calibrated: beta_breve={self.beta_breve_:.4f}, {self.taus_.size} taus" if hasattr(self, "messages_") else "")
+        return s + (f" calibrated: beta_breve={self.beta_breve_:.4f}, {self.taus_.size} taus" if self.messages_ is not None else "")

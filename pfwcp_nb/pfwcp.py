@@ -234,7 +234,7 @@ class _CellRules(_ThresholdPredictor):
     "The `select` rules of PFWCP: which grid cell each test point uses, and its thresholds."
     def _cell_index(self, test_weights) -> tuple:
         "Test weights (m, K) and the grid row and column used at each test point, from the weights alone."
-        if not hasattr(self, "choice_"):
+        if self.choice_ is None:
             raise ValueError("call `calibrate(agents)` before predicting.")
         tw = _as_test_weights(test_weights, len(self.summaries_))
         inf = infinite_cells([s.weight_total for s in self.summaries_], tw, self.agg_weights_, *self.choice_.grid)
@@ -274,6 +274,7 @@ class PFWCP(_CellRules):
             raise ValueError(f"`select` must be one of {SELECT_RULES}, got {select!r}.")
         self.engine, self.n_rep, self.grid, self.agg_weights, self.seed = engine, n_rep, grid, agg_weights, seed
         self.select = select
+        self.choice_: QuantileChoice | None = None      # Procedure 1's choice, set by `calibrate`
 
     def calibrate(self,
                   agents, # AgentCalibration objects (in process) or their AgentSummary (server side); agent 0 = test agent
@@ -292,7 +293,7 @@ class PFWCP(_CellRules):
 
     def messages(self, test_weights) -> list:
         "What the agents send for a batch of test points (one AgentMessage each, at beta*; rule 'paper')."
-        if not hasattr(self, "choice_"):
+        if self.choice_ is None:
             raise ValueError("call `calibrate(agents)` before predicting.")
         if self._agents is None:
             raise ValueError("calibrated from summaries: the scores live with the agents. Send each agent `beta_` and "
@@ -304,7 +305,7 @@ class PFWCP(_CellRules):
                 messages, # one AgentMessage per agent (agent order of `calibrate`), all at level `beta_`
                ) -> np.ndarray: # thresholds (m,)
         "Server side: aggregate the agents' AgentMessages at (beta*, tau*) (rule 'paper')."
-        if not hasattr(self, "choice_"):
+        if self.choice_ is None:
             raise ValueError("call `calibrate(...)` before combining messages.")
         if self.select != "paper":
             raise ValueError(f"`combine` aggregates at one cell (select='paper'); with select={self.select!r} use "
@@ -319,4 +320,4 @@ class PFWCP(_CellRules):
 
     def __repr__(self):
         s = f"PFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, select={self.select!r})"
-        return s + (f" calibrated: beta*={self.beta_:.4f}, tau*={self.tau_:.4f}" if hasattr(self, "choice_") else "")
+        return s + (f" calibrated: beta*={self.beta_:.4f}, tau*={self.tau_:.4f}" if self.choice_ is not None else "")
