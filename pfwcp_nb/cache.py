@@ -19,6 +19,7 @@ import numpy as np
 
 from .baselines import ORACLE_SUFFIX, get_spec
 from .data import DATASET_SPECS
+from .density_ratio import RATIO_MODELS
 from .pipeline import DEFAULT_TRAIN_KW
 
 # %% auto #0
@@ -49,14 +50,22 @@ class RunConfig:
     train_kw: str = json.dumps(DEFAULT_TRAIN_KW, sort_keys=True)   # JSON of the effective training settings (hashable)
     n_cal_test: int | None = None  # calibration points of the test agent (None: n_cal)
     device: str = "cpu"            # where the predictor and the ratios are trained (not part of any cache key)
+    ratio_model: str = "paper"     # the density-ratio models (`density_ratio.RATIO_MODELS`); "paper" keeps the keys of before
+
+    def __post_init__(self):
+        if self.ratio_model not in RATIO_MODELS:
+            raise ValueError(f"ratio_model={self.ratio_model!r}: use one of {RATIO_MODELS}")
 
     def setup_key(self) -> str:
         h = _stable_hash([self.K, self.n_train, self.n_cal // 2, json.loads(self.train_kw)])
-        return f"{self.dataset}__{self.heterogeneity}__seed{self.seed}__{h}"
+        base = f"{self.dataset}__{self.heterogeneity}__seed{self.seed}__{h}"
+        return base if self.ratio_model == "paper" else f"{base}__ratios-{self.ratio_model}"
 
     def cell_key(self, method: str, guarantee: str, weights: str) -> str:
         h = _stable_hash([self.K, self.n_train, self.n_cal, self.engine, json.loads(self.train_kw)]
                          + ([] if self.n_cal_test is None else [{"n_cal_test": self.n_cal_test}])
+                         + ([{"ratio_model": self.ratio_model}] if self.ratio_model != "paper" and weights == "estimated"
+                            else [])
                          + (["frozen-noise"] if get_spec(method).needs_localizer and frozen_noise(self.dataset)
                             else []))
         lv = f"a{self.alpha:g}" + ("" if guarantee == "mc" else f"_d{self.delta:g}")

@@ -26,10 +26,11 @@ from .quantiles import effective_sample_size
 
 # %% auto #0
 __all__ = ['RATIO_METHODS', 'DEFAULT_EPS', 'RATIO_ARCHS', 'IMAGE_ARCHS', 'WEIGHT_DECAY_GRID', 'HPARAMS', 'FWCP_ALPHA_GRID',
-           'DensityRatio', 'gaussian_oracle_ratio', 'tilting_oracle_ratio', 'cifar_oracle_ratio',
-           'oracle_density_ratios', 'ratio_quality', 'ratio_settings', 'image_statistics', 'RatioFeatures',
-           'fit_ratio_features', 'AgentHoldout', 'select_by_validation', 'federated_temperature', 'fit_density_ratios',
-           'fit_fwcp_ratio']
+           'RATIO_FEATURES', 'RATIO_MODELS', 'DensityRatio', 'gaussian_oracle_ratio', 'tilting_oracle_ratio',
+           'cifar_oracle_ratio', 'oracle_density_ratios', 'ratio_quality', 'ratio_settings', 'image_statistics',
+           'RatioFeatures', 'fit_ratio_features', 'AgentHoldout', 'select_by_validation', 'federated_temperature',
+           'fit_density_ratios', 'fit_fwcp_ratio', 'RatioCandidate', 'ratio_candidates', 'StandardizedFeatures',
+           'fit_selected_ratios']
 
 # %% ../nbs/04_density_ratio.ipynb #659598dc
 RATIO_METHODS: tuple[str, ...] = ("pairwise", "one_vs_rest", "multiclass")
@@ -468,3 +469,140 @@ def fit_fwcp_ratio(
                      Xs[0].shape[1])
     r.classifier, r.hparams = clf, dict(hparams=hparams, alpha=float(alpha), temperature=T, cv=table, target=target)
     return r
+
+# %% ../nbs/04_density_ratio.ipynb #f8c36eb6
+@dataclass(frozen=True)
+class RatioCandidate:
+    "One candidate class of pairwise ratio classifiers: network (`hidden`=0: linear logistic), features, L2, training length."
+    name: str
+    hidden: int                  # hidden units of the one hidden layer; 0: linear logistic regression
+    features: str                # "paper": the dataset's (x or its PCA); "std": those standardised; "stats": `image_statistics` alone
+    weight_decay: float = 1e-4
+    epochs: int = 600
+    lr: float = 1e-3
+
+RATIO_FEATURES: tuple[str, ...] = ("paper", "std", "stats")
+RATIO_MODELS: tuple[str, ...] = ("paper", "select")   # the paper's fixed classifiers, or chosen by federated held-out log-loss
+
+def ratio_candidates(dataset: str | None = None) -> list[RatioCandidate]:
+    """The stated candidate grid (the same rule for every dataset): the paper's classifier; linear logistic regression on
+    standardised features at L2 1e-4, 1e-2, 1e-1; the paper's MLP on standardised features at L2 1e-4, 1e-2, 1e-1 and
+    200 or 600 epochs; for images, the linear and MLP candidates again on the image statistics alone."""
+    arch = _ratio_arch(dataset)
+    h = RATIO_ARCHS[arch]["hidden"]
+    feats = ("std", "stats") if arch in IMAGE_ARCHS else ("std",)
+    out = [RatioCandidate("paper", h, "paper")]
+    for f in feats:
+        out += [RatioCandidate(f"linear-{f}-wd{wd:g}", 0, f, wd, 600, 1e-2) for wd in (1e-4, 1e-2, 1e-1)]
+        out += [RatioCandidate(f"mlp-{f}-wd{wd:g}-e{e}", h, f, wd, e) for wd in (1e-4, 1e-2, 1e-1) for e in (200, 600)]
+    return out
+
+# %% ../nbs/04_density_ratio.ipynb #a2ff2eb6
+@dataclass
+class StandardizedFeatures:
+    "Features of `inner` (a `RatioFeatures`), standardised by the pooled mean and sd (agents send sums and sums of squares)."
+    inner: RatioFeatures
+    mean: np.ndarray
+    sd: np.ndarray
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return (self.inner.transform(X) - self.mean) / self.sd
+
+def _standardized(inner: RatioFeatures, Xs: list[np.ndarray]) -> StandardizedFeatures:
+    F = [inner.transform(X) for X in Xs]
+    n = sum(len(f) for f in F)
+    mu = sum(f.sum(0) for f in F) / n
+    sd = np.sqrt(np.maximum(sum((f ** 2).sum(0) for f in F) / n - mu ** 2, 0.0))
+    return StandardizedFeatures(inner, mu, np.where(sd > 0, sd, 1.0))
+
+def _candidate_features(Xs: list[np.ndarray], arch: str) -> dict:
+    "The feature maps the candidates use, fitted once from the agents' training covariates (label-free sums only)."
+    paper = fit_ratio_features(Xs, RATIO_ARCHS[arch]["pca"], False)
+    out = dict(paper=paper, std=_standardized(paper, Xs))
+    if arch in IMAGE_ARCHS: out["stats"] = fit_ratio_features(Xs, None, "only")
+    return out
+
+# %% ../nbs/04_density_ratio.ipynb #d8bacc04
+def _fit_candidates(F_of: dict, cands: Sequence[RatioCandidate], data_of: Callable, seed: int, **kw) -> dict:
+    """Train the pairwise tasks of every candidate on the agents' data `data_of(F)` (a list per agent), grouped so that
+    candidates sharing a network shape, length and step size train in one `fedavg_many` call; {candidate index: nets}."""
+    groups: dict = {}
+    for c, cand in enumerate(cands):
+        groups.setdefault((cand.hidden, cand.features, cand.epochs, cand.lr), []).append(c)
+    out = {}
+    for (hidden, feat, epochs, lr), idx in groups.items():
+        tasks, _, _, loss = _ratio_tasks(data_of(F_of[feat]), "pairwise")
+        d = tasks[0][0][0].shape[1]
+        make = lambda: make_mlp(d, (hidden,) if hidden else (), 1, "relu")
+        nets, _ = fedavg_many(make, [t for _ in idx for t in tasks], loss=loss, epochs=epochs, lr=lr,
+                              weight_decay=[cands[c].weight_decay for c in idx for _ in tasks], seed=seed, **kw)
+        for j, c in enumerate(idx):
+            out[c] = nets[j * len(tasks):(j + 1) * len(tasks)]
+    return out
+
+def _candidate_reports(F_of: dict, cands: Sequence[RatioCandidate], folds: int, seed: int, **kw) -> list[list[AgentHoldout]]:
+    "Federated cross-fitting: each agent splits its own points into `folds`; per candidate, every agent's held-out logits."
+    n = [len(F) for F in F_of["paper"]]
+    rng = np.random.default_rng([int(seed), 7])
+    fold = [rng.permutation(m) % folds for m in n]
+    held = [[AgentHoldout("bce") for _ in n] for _ in cands]
+    for f in range(folds):
+        nets = _fit_candidates(F_of, cands, lambda Fs: [F[fo != f] for F, fo in zip(Fs, fold)], seed, **kw)
+        for c, cand in enumerate(cands):
+            tasks, agents, _, _ = _ratio_tasks([F[fo == f] for F, fo in zip(F_of[cand.features], fold)], "pairwise")
+            for t, (clients, ags) in enumerate(zip(tasks, agents)):
+                for (Xh, yh), a in zip(clients, ags):
+                    with torch.no_grad():
+                        z = nets[c][t](torch.as_tensor(Xh, dtype=torch.float32)).double().numpy()[:, 0]
+                    held[c][a].add(z, yh)
+    return held
+
+# %% ../nbs/04_density_ratio.ipynb #cf4f31a0
+def fit_selected_ratios(
+    train_X: list[np.ndarray],    # K covariate arrays (n_k, d), agent 1 (the test agent) first
+    *,
+    seed: int = 0,
+    dataset: str | None = None,   # dataset name: the paper's `hidden`/`pca` and whether images (see `ratio_candidates`)
+    candidates: Sequence[RatioCandidate] | None = None,  # default `ratio_candidates(dataset)`
+    folds: int = 3,               # folds of the federated cross-fitting (each agent splits its own points)
+    batch_size: int = 200,
+    eps: float = DEFAULT_EPS,
+    server_optimizer: str = "adam",
+    device: str = "cpu",
+    progress: bool = False,
+    **fed_kw,                     # more `fedavg_many` options
+) -> list[DensityRatio]:
+    """Pairwise ratios ω̂^k ≈ dP^1/dP^k from the candidate with the smallest pooled held-out log-loss. Every agent
+    reports, per candidate, only (loss sum, count) of its held-out points; `select_by_validation` picks from those."""
+    L = _logit_bound(eps)
+    Xs = _check_agents_X(train_X)
+    K = len(Xs)
+    if K < 2: raise ValueError(f"train_X: need at least 2 agents (the test agent and one other), got {K}")
+    arch = _ratio_arch(dataset)
+    cands = list(ratio_candidates(dataset) if candidates is None else candidates)
+    if not cands or not all(isinstance(c, RatioCandidate) for c in cands):
+        raise ValueError("candidates: need a non-empty list of RatioCandidate (e.g. ratio_candidates(dataset))")
+    bad = [c.name for c in cands if c.features not in RATIO_FEATURES or (c.features == "stats" and arch not in IMAGE_ARCHS)]
+    if bad: raise ValueError(f"candidates {bad}: features must be one of {RATIO_FEATURES}; 'stats' only for images")
+    if not 2 <= int(folds) <= min(len(X) for X in Xs):
+        raise ValueError(f"folds={folds}: must be an integer between 2 and the smallest agent's training size")
+    t0 = time.perf_counter()
+    feats = _candidate_features(Xs, arch)
+    F_of = {k: [f.transform(X) for X in Xs] for k, f in feats.items()}
+    kw = dict(local_epochs=1, batch_size=batch_size, server_optimizer=server_optimizer, progress=progress, device=device,
+              desc="federated density ratios (selection)", **fed_kw)
+    held = _candidate_reports(F_of, cands, int(folds), seed, **kw)
+    reports = [[h.report() for h in hs] for hs in held]          # all the server receives: (loss sum, count) per agent
+    best = select_by_validation(reports)
+    table = pd.DataFrame([dict(candidate=c.name, hidden=c.hidden, features=c.features, weight_decay=c.weight_decay,
+                               epochs=c.epochs, lr=c.lr, val_loss=_pooled(r)) for c, r in zip(cands, reports)])
+    table["chosen"] = np.arange(len(cands)) == best
+    cand = cands[best]
+    nets = _fit_candidates(F_of, [cand], lambda Fs: Fs, seed, **kw)[0]
+    out = _ratio_functions("pairwise", nets, feats[cand.features], K, Xs[0].shape[1], L, eps, 1.0)
+    secs = time.perf_counter() - t0
+    for r in out:
+        r.seconds, r.nets, r.features, r.candidate, r.selection = secs, nets, feats[cand.features], cand, table
+        r.hparams = dict(hparams="select", candidate=cand.name, weight_decay=float(cand.weight_decay), temperature=1.0,
+                         cv=table)
+    return out

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -14,13 +14,13 @@ import torch
 
 from .baselines import CalibrationDraw, fwcp_fields, localized_fields
 from .data import brightness, make_federation
-from .density_ratio import fit_density_ratios, fit_fwcp_ratio, oracle_density_ratios
+from .density_ratio import RATIO_MODELS, fit_density_ratios, fit_fwcp_ratio, fit_selected_ratios, oracle_density_ratios
 from .models import classification_score, regression_score, train_predictor
 from .localizer import EngressionSampler, fit_localizer
 
 # %% auto #0
-__all__ = ['DEFAULT_TRAIN_KW', 'TrainedSetup', 'train_setup', 'draw_seed', 'pool_localizer_samples', 'sample_draw',
-           'FrozenNoiseSampler', 'frozen_localizer']
+__all__ = ['DEFAULT_TRAIN_KW', 'TrainedSetup', 'train_setup', 'with_ratio_model', 'draw_seed', 'pool_localizer_samples',
+           'sample_draw', 'FrozenNoiseSampler', 'frozen_localizer']
 
 # %% ../nbs/08c_pipeline.ipynb #189937a2
 # per-model keyword overrides: {"predictor": {...}, "ratios": {...}, "fwcp": {...}, "localizer": {...}}.
@@ -46,6 +46,7 @@ class TrainedSetup:
     localizer: object = None        # engression localizer (`localizer.fit_localizer`), or None
     seconds: dict = field(default_factory=dict)
     train_kw: dict = field(default_factory=dict)
+    ratio_model: str = "paper"      # how `ratios` were fitted: "paper" (`train_setup`) or "select" (`with_ratio_model`)
 
 # %% ../nbs/08c_pipeline.ipynb #098a0238
 def _train_data(fed, n_train: int, seed: int):
@@ -115,6 +116,31 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
     return TrainedSetup(dataset=fed.name, heterogeneity=fed.heterogeneity, seed=seed, K=K, task=fed.task,
                         predictor=predictor, ratios=list(ratios), fwcp=fwcp, localizer=localizer, seconds=secs,
                         train_kw=kw)
+
+# %% ../nbs/08c_pipeline.ipynb #919626c7
+def with_ratio_model(setup: TrainedSetup, # a setup trained by `train_setup` (the paper's ratio models)
+                     ratio_model: str = "paper", # "paper": `setup` unchanged; "select": `density_ratio.fit_selected_ratios`
+                     *,
+                     n_train: int = 50, # training points per agent (as in `train_setup`)
+                     data_dir=None, # data directory of the real datasets
+                     device: str = "cpu",
+                     progress: bool = False,
+                     **ratio_kw, # more `fit_selected_ratios` options (candidates, folds, ...)
+                    ) -> TrainedSetup:
+    "The setup with its density ratios fitted by `ratio_model` on its own training split; every other model is reused."
+    if ratio_model not in RATIO_MODELS:
+        raise ValueError(f"ratio_model={ratio_model!r}: use one of {RATIO_MODELS}")
+    if setup.ratio_model != "paper":
+        raise ValueError(f"setup has ratio_model={setup.ratio_model!r}: pass the setup `train_setup` returned")
+    if ratio_model == "paper":
+        return setup
+    fed = make_federation(setup.dataset, setup.heterogeneity, K=setup.K, seed=setup.seed, data_dir=data_dir)
+    X, _, _ = _train_data(fed, n_train, setup.seed)
+    t0 = time.perf_counter()
+    ratios = fit_selected_ratios(X, seed=setup.seed, dataset=fed.name, device=device, progress=progress, **ratio_kw)
+    secs = {**setup.seconds, "ratios_select": time.perf_counter() - t0}
+    return replace(setup, ratios=list(ratios), seconds=secs, ratio_model=ratio_model,
+                   train_kw={**setup.train_kw, "ratio_model": ratio_model})
 
 # %% ../nbs/08c_pipeline.ipynb #60ff708b
 def _scores(setup: TrainedSetup, X: np.ndarray, y: np.ndarray | None):

@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -34,10 +35,10 @@ from .baselines import METHODS, get_spec
 from .cache import (ResultCache, RunConfig, atomic_pickle, atomic_save_npz, frozen_noise, load_cell,
                             method_label)
 from .data import DATASET_SPECS, HETEROGENEITY, data_path, make_federation
-from .density_ratio import oracle_density_ratios
+from .density_ratio import RATIO_MODELS, oracle_density_ratios
 from .metrics import GUARANTEES, coverage_metrics, evaluate_thresholds
 from .pipeline import (DEFAULT_TRAIN_KW, TrainedSetup, draw_seed, frozen_localizer, pool_localizer_samples,
-                       sample_draw, train_setup)
+                       sample_draw, train_setup, with_ratio_model)
 from .report import figure1_star, paper_table, plot_figure1, write_outputs
 
 try:                          # the optional extra: only `--backend ray` needs it; without it that backend says
@@ -71,16 +72,25 @@ def ensure_setup(cfg: RunConfig, cache: ResultCache, *, data_dir=None, need_loca
         return st
     path = cache.setup_path(cfg)
     st = cache.load_setup(cfg)
-    if st is None or _missing_parts(st, need_localizer):     # train what is missing, reuse the rest
+    if (st is None or _missing_parts(st, need_localizer)) and cfg.ratio_model != "paper":
+        base = ensure_setup(replace(cfg, ratio_model="paper"), cache, data_dir=data_dir,   # the paper setup's
+                            need_localizer=need_localizer, progress=progress)              # predictor, reused
+        st = with_ratio_model(base, cfg.ratio_model, n_train=cfg.n_train, data_dir=data_dir, device=cfg.device,
+                              progress=progress) if st is None else replace(st, fwcp=base.fwcp, localizer=base.localizer)
+        _cache_setup(path, st, cfg)
+    elif st is None or _missing_parts(st, need_localizer):     # train what is missing, reuse the rest
         st = train_setup(cfg.dataset, cfg.heterogeneity, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train,
                          n_eng=max(1, cfg.n_cal // 2), data_dir=data_dir, train_kw=json.loads(cfg.train_kw),
                          need_localizer=need_localizer, base=st, device=cfg.device, progress=progress)
-        try:
-            atomic_pickle(path, st)
-        except (pickle.PicklingError, TypeError, AttributeError, ImportError) as e:   # run on without a model cache
-            warnings.warn(f"trained models of {cfg.setup_key()} could not be pickled ({e}); they are not cached.")
+        _cache_setup(path, st, cfg)
     _MEMO[key] = st
     return st
+
+def _cache_setup(path, st: TrainedSetup, cfg: RunConfig):
+    try:
+        atomic_pickle(path, st)
+    except (pickle.PicklingError, TypeError, AttributeError, ImportError) as e:   # run on without a model cache
+        warnings.warn(f"trained models of {cfg.setup_key()} could not be pickled ({e}); they are not cached.")
 
 def _missing_parts(st: TrainedSetup, need_localizer: bool) -> bool:
     "Whether `st` lacks FWCP's classifier, or the localizer when `need_localizer`."
@@ -180,7 +190,7 @@ def _merge_cell(cfg: RunConfig, cache: ResultCache, cell, chunks) -> Path:
                 label=method_label(method, w), guarantee=g, n_sims=cfg.n_sims, n_test=cfg.n_test, alpha=cfg.alpha,
                 delta=cfg.delta, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train, n_cal=cfg.n_cal,
                 n_cal_test=cfg.n_cal_test, engine=cfg.engine,
-                train_kw=json.loads(cfg.train_kw),
+                train_kw=json.loads(cfg.train_kw), ratio_model=cfg.ratio_model,
                 seconds=float(sum(p["meta"]["seconds"] for p in parts)),
                 draw_seconds=float(sum(p["meta"]["draw_seconds"] for p in parts)),
                 errors=[e for p in parts for e in p["meta"]["errors"]][:10],
@@ -281,6 +291,7 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
              device: str = "cpu", # "cpu" or "cuda": where the predictor and the density ratios are trained
              chunk_size: int = 25, # draws per chunk (the unit of work and of resumption)
              exclude: Sequence[str] = (), # cells to leave out, as "METHOD:GUARANTEE" (e.g. "osPFWCP:mc")
+             ratio_model: str = "paper", # density-ratio models: "paper" (S3's) or "select" (`density_ratio.fit_selected_ratios`)
              progress: bool = True,
             ) -> pd.DataFrame: # one row per (dataset, heterogeneity, weights, guarantee, method)
     """Run (or resume) the experiment grid and return the metrics of every cell; per-draw arrays in `.attrs['draws']`,
@@ -303,7 +314,8 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
     try:
         cells = [(m, g, w) for w in wkinds for m in meths[w] for g in guarantees if f"{m}:{g}" not in excl]
         plan = [(RunConfig(ds, het, int(n_sims), int(n_test), alpha, delta, int(seed), int(K), int(n_train),
-                           int(n_cal), engine, tkw, None if n_cal_test is None else int(n_cal_test), device), cells)
+                           int(n_cal), engine, tkw, None if n_cal_test is None else int(n_cal_test), device,
+                           ratio_model), cells)
                 for ds in datasets for het in hets]
         chunks = _chunks(int(n_sims), int(chunk_size))
         work = _pending_work(cache, plan, chunks)
@@ -409,12 +421,12 @@ def collect_results(cache: ResultCache, plan, alpha: float = 0.1) -> pd.DataFram
                              seconds=meta["seconds"], draw_seconds=meta["draw_seconds"], n_test=cfg.n_test,
                              n_cal_test=cfg.n_cal if cfg.n_cal_test is None else cfg.n_cal_test,
                              alpha=cfg.alpha, delta=cfg.delta if c[1] == "ccc" else np.nan, seed=cfg.seed,
-                             train_kw=cfg.train_kw))
+                             train_kw=cfg.train_kw, ratio_model=cfg.ratio_model))
             draws[(cfg.dataset, cfg.heterogeneity, c[2], c[1], method_label(c[0], c[2]))] = dict(
                 coverage=z["coverage"], size=z["size"], size_finite=z.get("size_finite", z["size"]))
     cols = ["dataset", "heterogeneity", "weights", "guarantee", "method", "MC", "MC_se", "CCC", "CCC_se", "CMC",
             "CMC_se", "Eff", "Eff_se", "inf_frac", "Eff_finite", "n_sims", "n_errors", "n_warned", "seconds", "draw_seconds", "n_test",
-            "n_cal_test", "alpha", "delta", "seed", "train_kw"]
+            "n_cal_test", "alpha", "delta", "seed", "train_kw", "ratio_model"]
     df = pd.DataFrame(rows, columns=cols)
     df.attrs["draws"] = draws
     return df
@@ -601,6 +613,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="where the predictor and the density-ratio classifiers are trained (default cpu; results on "
                         "cpu are those of earlier versions and the cache is shared)")
     p.add_argument("--chunk-size", type=cli_positive_int, default=25, help="draws per unit of work / checkpoint (default 25)")
+    p.add_argument("--ratio-model", default="paper", choices=RATIO_MODELS,
+                   help="density-ratio models: 'paper' (S3's fixed classifiers; default) or 'select' (chosen per "
+                        "federation by held-out federated log-loss; the predictor is not retrained)")
     p.add_argument("--train-kw", type=cli_train_kw, default=None,
                    help="JSON training overrides per model, e.g. '{\"predictor\": {\"epochs\": 500}}'")
     p.add_argument("--exclude", nargs="+", type=cli_exclude_cell, default=[], metavar="METHOD:GUARANTEE",
@@ -661,7 +676,7 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
     df = run_grid(args.datasets, args.methods, args.guarantee, heterogeneity=args.heterogeneity, weights=args.weights,
                   n_sims=args.n_sims, n_test=args.n_test, alpha=args.alpha, delta=args.delta, seed=args.seed,
                   engine=args.engine, train_kw=args.train_kw, data_dir=args.data_dir, cache_dir=cache, jobs=args.jobs,
-                  chunk_size=args.chunk_size, exclude=args.exclude, progress=progress, n_cal_test=args.n_cal_test,
+                  chunk_size=args.chunk_size, exclude=args.exclude, progress=progress, n_cal_test=args.n_cal_test, ratio_model=args.ratio_model,
                   backend=args.backend, address=None if args.address == "local" else args.address, device=args.device)
     wall = time.time() - t0
     paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command)
