@@ -19,8 +19,8 @@ from .models import classification_score, regression_score, train_predictor
 from .localizer import EngressionSampler, fit_localizer
 
 # %% auto #0
-__all__ = ['DEFAULT_TRAIN_KW', 'TrainedSetup', 'train_setup', 'with_ratio_model', 'draw_seed', 'pool_localizer_samples',
-           'sample_draw', 'FrozenNoiseSampler', 'frozen_localizer']
+__all__ = ['DEFAULT_TRAIN_KW', 'TrainedSetup', 'training_split', 'train_setup', 'with_ratio_model', 'draw_seed',
+           'pool_localizer_samples', 'sample_draw', 'FrozenNoiseSampler', 'frozen_localizer']
 
 # %% ../nbs/08c_pipeline.ipynb #189937a2
 # per-model keyword overrides: {"predictor": {...}, "ratios": {...}, "fwcp": {...}, "localizer": {...}}.
@@ -54,6 +54,13 @@ def _train_data(fed, n_train: int, seed: int):
     rng = _rng(seed, 0)
     parts = [fed.sample(k, n_train, rng, return_info=True) for k in range(fed.K)]
     return [p[0] for p in parts], [p[1] for p in parts], [p[2] for p in parts]
+
+def training_split(fed, # a `data.Federation`
+                   n_train: int = 50, # training points per agent
+                   seed: int = 0, # the setup's seed
+                  ) -> tuple[list, list, list]: # per agent: covariates, responses, sample info
+    "The training split `train_setup` trains on (stream (seed, 0)): for scripts that refit one model of a setup."
+    return _train_data(fed, n_train, seed)
 
 def _train_localizer(fed, predictor, ratios, n_eng: int, seed: int, lkw: dict, progress: bool):
     "The engression localizer, on the scores of its own split D_eng (`n_eng` points per agent, stream (seed, 2))."
