@@ -1,0 +1,206 @@
+"The whole pipeline over Flower (`pfwcp_nb.flower_pipeline`): agreement with the in-process pipeline, what leaves an agent, agents that drop out in training and in calibration, bad input."
+import json
+import logging
+import warnings
+
+import numpy as np
+import pytest
+from flwr.app import Context, Error, Message, RecordDict
+from flwr.supercore.task_identity import TaskIdentity
+
+from pfwcp_nb.data import make_federation
+from pfwcp_nb.flower_pipeline import (PIPE, _settings, federation_data, pipeline_client_app, pipeline_server, simulate_pipeline)
+from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
+from pfwcp_nb.pipeline import sample_draw, train_setup
+
+TK = {"predictor": {"epochs": 6}, "ratios": {"epochs": 5}}     # a few rounds: the schedule, not the accuracy, is tested
+SIZES = dict(n_train=20, n_cal=30, n_test=40)
+
+
+def in_process(K, seed=0, agents=None, dataset="gaussian"):
+    "The in-process pipeline on the same data: trained setup, the draw, PFWCP over `agents` (default all)."
+    st = train_setup(dataset, seed=seed, K=K, n_train=SIZES["n_train"], train_kw=TK, need_localizer=False, progress=False)
+    fed = make_federation(dataset, "severe", K=K, seed=seed)
+    dr = sample_draw(st, fed, 0, n_cal=SIZES["n_cal"], n_test=SIZES["n_test"], localize=False)["estimated"]
+    ks = list(range(K)) if agents is None else agents
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        q = PFWCP(0.1).calibrate([AgentCalibration(dr.cal_scores[k], dr.cal_weights[k]) for k in ks]).threshold(
+            dr.test_weights[:, ks])
+    return st, dr, q
+
+
+def max_param_diff(a, b):
+    return max(float((p - q).abs().max()) for (_, p), (_, q) in zip(a.named_parameters(), b.named_parameters()))
+
+
+def recorder(path):
+    "A client mod that appends every outgoing message (record names, config items, array names and shapes) to `path`."
+    def mod(msg, context, call_next):
+        reply = call_next(msg, context)
+        recs = {}
+        if not reply.has_error():
+            for name, r in reply.content.items():
+                if type(r).__name__ == "ConfigRecord":
+                    recs[name] = {"kind": "config", "items": dict(r.items())}
+                else:
+                    recs[name] = {"kind": "arrays", "items": {k: list(v.numpy().shape) for k, v in r.items()}}
+        with open(path, "a") as f:
+            f.write(json.dumps({"agent": int(context.node_config["partition-id"]), "has_error": reply.has_error(),
+                                "records": recs}) + "\n")
+        return reply
+    return mod
+
+
+def fail(agent, stage, rounds=None):
+    "A client mod: agent `agent` raises on the messages of `stage` ('train' in `rounds`, or a query stage, or 'message')."
+    def mod(msg, context, call_next):
+        if int(context.node_config["partition-id"]) == agent:
+            c = msg.content
+            if PIPE in c.config_records:
+                d = json.loads(c.config_records[PIPE]["json"])
+                if d.get("stage") == stage and (rounds is None or d.get("round") in rounds):
+                    raise RuntimeError(f"simulated failure of agent {agent} at {stage}")
+            elif stage == "message":
+                raise RuntimeError(f"simulated failure of agent {agent} at calibration")
+        return call_next(msg, context)
+    return mod
+
+
+def test_simulation_agrees_with_in_process_and_only_parameters_and_summaries_leave(tmp_path):
+    # one real Flower simulation (Ray): K=3 agents, the gaussian pipeline with a few rounds
+    K = 3
+    log = tmp_path / "sent.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = simulate_pipeline("gaussian", K=K, seed=0, train_kw=TK, client_mods=[recorder(str(log))], **SIZES)
+    st, dr, q = in_process(K)
+    # parameters: the ratio classifiers (FedAdam, full batch) bit for bit, the predictor (local Adam) within 1e-6
+    assert max(max_param_diff(n, st.ratios[g + 1].nets[g]) for g, n in enumerate(res.ratio_nets)) <= 1e-6
+    assert max_param_diff(res.predictor.model, st.predictor.model) <= 1e-6
+    np.testing.assert_allclose(res.thresholds, q, rtol=1e-6, atol=1e-6)
+    assert res.coverage == pytest.approx(np.mean(dr.test_scores <= q))
+    assert res.agents == list(range(K)) and res.events == []
+    # what left the agents: model parameters, counts and protocol summaries, nothing of size n_train, n_cal or d x n
+    shapes = {tuple(p.shape) for p in res.predictor.model.parameters()} | {tuple(p.shape) for p in res.ratio_nets[0].parameters()}
+    d = 10
+    for line in log.read_text().splitlines():
+        s = json.loads(line)
+        assert not s["has_error"]
+        for name, r in s["records"].items():
+            if r["kind"] == "arrays":
+                for arr, shape in r["items"].items():
+                    if name in ("pca",):
+                        assert False, "no PCA on gaussian"
+                    elif name == "test-weights":
+                        assert s["agent"] == 0 and shape == [SIZES["n_test"], K]     # the protocol's test weights
+                    else:
+                        assert tuple(shape) in shapes, (name, arr, shape)          # a model parameter
+            else:
+                items = r["items"]
+                if name == "pfwcp":                                                # calibration protocol (10_flower)
+                    assert set(items) == {"json", "agent"}
+                    msg = json.loads(items["json"])
+                    assert all(not isinstance(v, (list, dict)) for k, v in msg.items() if k != "quantiles")
+                else:
+                    assert name == PIPE and set(items) == {"json"}
+                    msg = json.loads(items["json"])
+                    allowed = {"type", "agent", "n_train", "d", "n_cal", "n_test", "sum_y", "sum_y2", "round", "counts",
+                               "m", "coverage", "mean_size"}
+                    assert set(msg) <= allowed, set(msg) - allowed
+                    assert all(isinstance(v, (int, float, str, type(None))) or k == "counts" for k, v in msg.items())
+                    assert all(isinstance(v, int) for v in msg.get("counts", {}).values())
+
+
+@pytest.fixture
+def task_identity():
+    "Messages built outside Flower's runtime need a run identity (the runtime sets it)."
+    old = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+    yield
+    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = old
+
+
+class InProcessGrid:
+    "A Grid stand-in: delivers each message to the ClientApp of its node in this process, one persistent Context per node; the agents in `silent` never answer (a timeout)."
+    def __init__(self, app, K, silent=None):
+        self.app, self.silent = app, silent or (lambda k, msg: False)
+        self.ctx = {100 + k: Context(run_id=1, node_id=100 + k, node_config={"partition-id": k}, state=RecordDict(),
+                                     run_config={}) for k in range(K)}
+
+    def get_node_ids(self):
+        return list(self.ctx)
+
+    def send_and_receive(self, messages, timeout=None):
+        out = []
+        for msg in messages:
+            ctx = self.ctx[msg.metadata.dst_node_id]
+            if self.silent(int(ctx.node_config["partition-id"]), msg):
+                continue
+            try:
+                out.append(self.app(msg, ctx))
+            except Exception as e:                       # as Flower's runtime: the failure comes back as an Error
+                out.append(Message(Error(code=0, reason=f"{type(e).__name__}: {e}"), reply_to=msg))
+        return out
+
+
+def run_in_process(K, mods=(), silent=None, **kw):
+    data = federation_data("gaussian", K=K, seed=0, **SIZES)
+    app = pipeline_client_app(lambda ctx: data[int(ctx.node_config["partition-id"])], mods=list(mods))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pipeline_server(InProcessGrid(app, K, silent), "gaussian", K, seed=0, train_kw=TK, **kw)
+
+
+def test_server_logic_equals_in_process_pipeline(task_identity):
+    res = run_in_process(4)
+    st, dr, q = in_process(4)
+    assert max_param_diff(res.predictor.model, st.predictor.model) <= 1e-6
+    np.testing.assert_allclose(res.thresholds, q, rtol=1e-6, atol=1e-6)
+    assert res.ratio_steps == [5, 5, 5] and res.rounds == 6
+
+
+def test_dropout_in_training_continues_with_those_that_answered(task_identity, caplog):
+    # agent 2 fails in rounds 2 and 3: the predictor averages the other three (weighted by counts), agent 2's ratio
+    # classifier skips those rounds; agent 2 is back from round 4 and calibrates with the others
+    with caplog.at_level(logging.WARNING, logger="pfwcp_nb.flower_pipeline"):
+        res = run_in_process(4, mods=[fail(2, "train", {2, 3})])
+    assert res.ratio_steps == [5, 3, 5]
+    assert res.agents == [0, 1, 2, 3] and res.trained == [0, 1, 2, 3]
+    assert any("training round 2: agent 2" in e and "simulated failure" in e for e in res.events)
+    assert any("ratio classifier of agent 2 not updated" in e for e in res.events)
+    assert "training round 3: agent 2" in caplog.text
+    st, _, _ = in_process(4)
+    assert max_param_diff(res.predictor.model, st.predictor.model) > 1e-4      # a different (3-agent) average
+    assert np.all(np.isfinite(res.thresholds)) or res.coverage is not None
+
+
+def test_training_stops_below_the_minimum_and_drops_silent_agents(task_identity):
+    with pytest.raises(RuntimeError, match="fewer than min_agents=4"):
+        run_in_process(4, mods=[fail(3, "train", {1})], min_agents=4)
+    # agent 3 never answers in training (a timeout each round): left out after 2 rounds, and of the calibration
+    silent = lambda k, msg: k == 3 and PIPE in msg.content.config_records and \
+        json.loads(msg.content.config_records[PIPE]["json"]).get("stage") == "train"
+    res = run_in_process(4, silent=silent, drop_after=2, min_agents=2)
+    assert res.trained == [0, 1, 2] and res.agents == [0, 1, 2]
+    assert any("agent 3" in e and "did not answer" in e for e in res.events)
+    assert any("missed 2 rounds in a row" in e for e in res.events)
+
+
+def test_dropout_in_calibration_recalibrates_over_the_others(task_identity):
+    res = run_in_process(4, mods=[fail(3, "message")])
+    assert res.agents == [0, 1, 2]
+    assert any("summaries: agent 3" in e and "simulated failure" in e for e in res.events)
+    _, _, q = in_process(4, agents=[0, 1, 2])            # PFWCP over the federation that answered
+    np.testing.assert_allclose(res.thresholds, q, rtol=1e-6, atol=1e-6)
+    assert len(res.n_eff) == 3 and sum(res.agg_weights) == pytest.approx(1.0)
+    # the test agent is required
+    with pytest.raises(RuntimeError, match="test agent"):
+        run_in_process(4, mods=[fail(0, "message")])
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="not supported over Flower"):
+        _settings("gaussian", {"predictor": {"device": "cuda"}})
+    with pytest.raises(ValueError, match="only the paper's fixed"):
+        _settings("gaussian", {"ratios": {"hparams": "calibrated"}})
