@@ -5,11 +5,13 @@ import warnings
 
 import numpy as np
 import pytest
-from flwr.app import Context, Error, Message, RecordDict
+import torch
+from flwr.app import Array, Context, Error, Message, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.flower_pipeline import (PIPE, _settings, federation_data, pipeline_client_app, pipeline_server, simulate_pipeline)
+from pfwcp_nb.flower_pipeline import (PIPE, TaskPlan, _check_orders, _settings, plan_tasks, federation_data, pipeline_client_app, pipeline_server, simulate_pipeline)
+from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.pipeline import sample_draw, train_setup
 
@@ -17,21 +19,24 @@ TK = {"predictor": {"epochs": 6}, "ratios": {"epochs": 5}}     # a few rounds: t
 SIZES = dict(n_train=20, n_cal=30, n_test=40)
 
 
-def in_process(K, seed=0, agents=None, dataset="gaussian"):
-    "The in-process pipeline on the same data: trained setup, the draw, PFWCP over `agents` (default all)."
-    st = train_setup(dataset, seed=seed, K=K, n_train=SIZES["n_train"], train_kw=TK, need_localizer=False, progress=False)
-    fed = make_federation(dataset, "severe", K=K, seed=seed)
+def in_process(K, seed=0, agents=None, dataset="gaussian", train_kw=TK, method="pfwcp", data_dir=None):
+    "The in-process pipeline on the same data: trained setup, the draw, PFWCP (or osPFWCP) over `agents` (default all)."
+    st = train_setup(dataset, seed=seed, K=K, n_train=SIZES["n_train"], train_kw=train_kw, need_localizer=False,
+                     progress=False, data_dir=data_dir)
+    fed = make_federation(dataset, "severe", K=K, seed=seed, data_dir=data_dir)
     dr = sample_draw(st, fed, 0, n_cal=SIZES["n_cal"], n_test=SIZES["n_test"], localize=False)["estimated"]
     ks = list(range(K)) if agents is None else agents
+    Est = PFWCP if method == "pfwcp" else OneShotPFWCP
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        q = PFWCP(0.1).calibrate([AgentCalibration(dr.cal_scores[k], dr.cal_weights[k]) for k in ks]).threshold(
+        q = Est(0.1).calibrate([AgentCalibration(dr.cal_scores[k], dr.cal_weights[k]) for k in ks]).threshold(
             dr.test_weights[:, ks])
     return st, dr, q
 
 
 def max_param_diff(a, b):
-    return max(float((p - q).abs().max()) for (_, p), (_, q) in zip(a.named_parameters(), b.named_parameters()))
+    with torch.no_grad():
+        return max(float((p - q).abs().max()) for p, q in zip(a.parameters(), b.parameters()))
 
 
 def recorder(path):
@@ -144,12 +149,12 @@ class InProcessGrid:
         return out
 
 
-def run_in_process(K, mods=(), silent=None, **kw):
-    data = federation_data("gaussian", K=K, seed=0, **SIZES)
+def run_in_process(K, mods=(), silent=None, dataset="gaussian", train_kw=TK, data_dir=None, **kw):
+    data = federation_data(dataset, K=K, seed=0, data_dir=data_dir, **SIZES)
     app = pipeline_client_app(lambda ctx: data[int(ctx.node_config["partition-id"])], mods=list(mods))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return pipeline_server(InProcessGrid(app, K, silent), "gaussian", K, seed=0, train_kw=TK, **kw)
+        return pipeline_server(InProcessGrid(app, K, silent), dataset, K, seed=0, train_kw=train_kw, **kw)
 
 
 def test_server_logic_equals_in_process_pipeline(task_identity):
@@ -158,6 +163,31 @@ def test_server_logic_equals_in_process_pipeline(task_identity):
     assert max_param_diff(res.predictor.model, st.predictor.model) <= 1e-6
     np.testing.assert_allclose(res.thresholds, q, rtol=1e-6, atol=1e-6)
     assert res.ratio_steps == [5, 5, 5] and res.rounds == 6
+
+
+def test_pca_features_and_the_one_shot_method_agree(task_identity):
+    # federated PCA (moments, two projections of one SVD) for the predictor and the ratio classifiers; osPFWCP
+    tk = {"predictor": {"epochs": 3, "pca": 0.9}, "ratios": {"epochs": 3, "pca": 0.6}}
+    res = run_in_process(3, train_kw=tk, method="ospfwcp")
+    st, dr, q = in_process(3, train_kw=tk, method="ospfwcp")
+    assert res.predictor.pca.n_components == st.predictor.pca.n_components < 10
+    np.testing.assert_allclose(res.predictor.pca.components, st.predictor.pca.components, rtol=1e-10, atol=1e-12)
+    assert st.ratios[1].features.proj.n_components < res.predictor.pca.n_components
+    assert max_param_diff(res.ratio_nets[0], st.ratios[1].nets[0]) <= 1e-6
+    assert max_param_diff(res.predictor.model, st.predictor.model) <= 1e-6
+    np.testing.assert_allclose(res.thresholds, q, rtol=1e-6, atol=1e-6)
+
+
+def test_classification_on_images_agrees(task_identity, require_dataset):
+    # cifar10c: PCA 0.90 of 3072 pixels, the (200, 100, 50) classifier with weight decay; prediction sets
+    data_dir = require_dataset("cifar10c")
+    tk = {"predictor": {"epochs": 2}, "ratios": {"epochs": 2}}
+    res = run_in_process(3, dataset="cifar10c", train_kw=tk, data_dir=data_dir)
+    st, dr, q = in_process(3, dataset="cifar10c", train_kw=tk, data_dir=data_dir)
+    assert res.predictor.n_classes == st.predictor.n_classes == 10
+    assert max_param_diff(res.predictor.model, st.predictor.model) <= 1e-5
+    np.testing.assert_allclose(res.thresholds, q, rtol=1e-5, atol=1e-5)
+    assert res.coverage == pytest.approx(np.mean(dr.test_scores[np.arange(len(q)), dr.test_labels] <= q))
 
 
 def test_dropout_in_training_continues_with_those_that_answered(task_identity, caplog):
@@ -204,3 +234,28 @@ def test_bad_options():
         _settings("gaussian", {"predictor": {"device": "cuda"}})
     with pytest.raises(ValueError, match="only the paper's fixed"):
         _settings("gaussian", {"ratios": {"hparams": "calibrated"}})
+
+
+def tamper(agent, rnd):
+    "A client mod: agent `agent`'s reply in training round `rnd` carries a parameter of the wrong shape."
+    def mod(msg, context, call_next):
+        reply = call_next(msg, context)
+        if int(context.node_config["partition-id"]) == agent and PIPE in msg.content.config_records and \
+                json.loads(msg.content.config_records[PIPE]["json"]).get("round") == rnd:
+            rec = reply.content.array_records["predictor-0"]
+            name = next(iter(rec.keys()))
+            rec[name] = Array(np.zeros((3, 3), np.float32))
+        return reply
+    return mod
+
+
+def test_server_refuses_invalid_answers_and_agents_refuse_invalid_plans(task_identity):
+    res = run_in_process(3, mods=[tamper(1, 2)])
+    assert any(e.startswith("training round 2: agent 1 sent an invalid answer") and "'0.weight'" in e for e in res.events)
+    assert res.agents == [0, 1, 2]
+    plan = plan_tasks(*_settings("gaussian", None), 3, 10, 10, None)[0].to_dict()
+    for bad in ({"hidden": [10 ** 6]}, {"lr": -1.0}, {"loss": "hinge"}, {"members": "all"}):
+        with pytest.raises(ValueError, match="agent 2: invalid task plan"):
+            TaskPlan.from_dict({**plan, **bad}, "agent 2")
+    with pytest.raises(ValueError, match="permutations of range"):
+        _check_orders(np.array([[0, 0, 1]]), 1, 3, "agent 1")
