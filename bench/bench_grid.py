@@ -2,7 +2,7 @@
 
 Reads `runs.jsonl` and `results.csv` of two result folders of the same grid (9 datasets x 9 methods x {MC, CCC},
 500 x 500): the current one (default `results/severe`, one invocation from an empty cache) and the reference (default
-`results/severe_5c99045`, the code of commit 5c99045 in resumable passes), and prints wall time, CPU in the methods,
+`results/archive/severe_5c99045`, the code of commit 5c99045 in resumable passes), and prints wall time, CPU in the methods,
 CPU in the one-shot MC cells and CPU building the draws, with the ratios reference / new.
 
 Usage: python bench/bench_grid.py [NEW_FOLDER [REFERENCE_FOLDER]]
@@ -30,7 +30,7 @@ def summary(folder: Path, full_grid_only: bool) -> dict:
 
 if __name__ == "__main__":
     new = Path(sys.argv[1] if len(sys.argv) > 1 else "results/severe")
-    ref = Path(sys.argv[2] if len(sys.argv) > 2 else "results/severe_5c99045")
+    ref = Path(sys.argv[2] if len(sys.argv) > 2 else "results/archive/severe_5c99045")
     for f in (new, ref):
         if not (f / "runs.jsonl").exists() or not (f / "results.csv").exists():
             sys.exit(f"usage: python bench/bench_grid.py [NEW [REFERENCE]]: {f} lacks runs.jsonl or results.csv")

@@ -23,10 +23,9 @@ import numpy as np
 import pandas as pd
 from pfwcp_nb import pipeline, runner
 from pfwcp_nb.cache import ResultCache, RunConfig
-from pfwcp_nb.baselines import _agents
-from pfwcp_nb.data import DATASETS
+from pfwcp_nb.data import DATASETS, make_federation
 from pfwcp_nb.metrics import coverage_metrics, evaluate_thresholds
-from pfwcp_nb.pfwcp import PFWCP
+from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.pipeline import DEFAULT_TRAIN_KW
 from pfwcp_nb.procedure import SELECT_RULES
 
@@ -46,7 +45,7 @@ def train_kw(kind: str) -> dict:
 def draw_rows(d, kind: str, rules, sim: int) -> list:
     "Coverage, infinite count and mean finite width of every rule and guarantee on one draw."
     rows = []
-    agents = _agents(d.cal_scores, d.cal_weights)
+    agents = [AgentCalibration(s, w) for s, w in zip(d.cal_scores, d.cal_weights)]
     for g, dl in (("mc", None), ("ccc", DELTA)):
         for rule in rules:
             q = PFWCP(ALPHA, dl, select=rule).calibrate(agents).threshold(d.test_weights)
@@ -125,7 +124,7 @@ def main(argv=None) -> int:
                         train_kw=json.dumps(train_kw(kind), sort_keys=True))
         t0 = time.perf_counter()
         setups[kind] = runner.ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=False, progress=False)
-        fed = runner._federation(cfg, data_dir)
+        fed = make_federation(cfg.dataset, cfg.heterogeneity, K=cfg.K, seed=cfg.seed, data_dir=data_dir)
         print(f"{args.dataset}/{args.heterogeneity}: setup {kind} in {time.perf_counter() - t0:.0f} s", flush=True)
     rows, t0 = [], time.perf_counter()
     with warnings.catch_warnings():

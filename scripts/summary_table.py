@@ -1,5 +1,7 @@
 """Ours ± Monte Carlo standard error (paper) for chosen methods, from a results folder: the summary tables of
-results/README.md are pasted from this script's output, never typed in.
+results/README.md are this script's output (generated blocks filled by tools/make_readme.py), never typed in.
+MC cells: mean coverage ± its standard error; CCC cells: the share of draws passing, with its exact 95 %
+(Clopper–Pearson) interval over the n_sims draws.
 
 Usage: python scripts/summary_table.py results/severe [--methods PFWCP osPFWCP osPFWGLCP] [--weights estimated]
        [--heterogeneity severe] [--inf]   (--inf: the share of infinite sets instead of the paper's value)
@@ -10,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from scipy.stats import binomtest
 
 ORDER = ["gaussian", "poisson", "airfoil", "protein", "bike", "concrete", "crime", "star", "cifar10c"]
 PAPER = json.loads((Path(__file__).resolve().parents[1] / "pfwcp_nb" / "paper_tables.json").read_text())
@@ -17,6 +20,8 @@ PAPER = json.loads((Path(__file__).resolve().parents[1] / "pfwcp_nb" / "paper_ta
 
 def table(df: pd.DataFrame, methods, weights: str, het: str, inf: bool) -> str:
     d = df[(df.weights == weights) & (df.heterogeneity == het)]
+    if "n_cal_test" in d:
+        d = d[d.n_cal_test == 100]
     ds = [x for x in ORDER if x in set(d.dataset)]
     out = ["| method | guarantee | " + " | ".join(ds) + " |", "|---|---|" + "---:|" * len(ds)]
     for m in methods:
@@ -30,7 +35,12 @@ def table(df: pd.DataFrame, methods, weights: str, het: str, inf: bool) -> str:
                     continue
                 r = r.iloc[0]
                 prec = 2 if g == "mc" else 1
-                s = f"{100 * r[key]:.{prec}f} ± {100 * r[key + '_se']:.{prec}f}"
+                if g == "mc":
+                    s = f"{100 * r.MC:.2f} ± {100 * r.MC_se:.2f}"
+                else:
+                    k, n = int(round(r.CCC * r.n_sims)), int(r.n_sims)
+                    ci = binomtest(k, n).proportion_ci(0.95, method="exact")
+                    s = f"{100 * k / n:.1f} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]"
                 if inf:
                     s += f" ({100 * r.inf_frac:.1f} % ∞)"
                 else:

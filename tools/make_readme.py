@@ -1,21 +1,98 @@
-"""Write README.md from nbs/index.ipynb (Quarto, and so `nbdev_readme`, is not available here).
+"""Write README.md from nbs/index.ipynb (Quarto, and so `nbdev_readme`, is not available here), and fill the numbers
+that README.md, nbs/index.ipynb and results/**/README.md quote from the files of `results/`.
 
 Cells marked `#| hide` are dropped and `#|` directive lines removed; the rest is exported with nbconvert's
 markdown exporter, outputs included; code cells become ```python blocks, which must run as copied (each on its own,
-in a fresh interpreter: tests/test_readme.py executes them). `python tools/make_readme.py --check` exits 1 if
-README.md is out of date.
+in a fresh interpreter: tests/test_readme.py executes them).
+
+Quoted numbers are never typed in. Two kinds of marked regions are (re)computed on every run:
+
+* a generated block, whose body is the standard output of a command run from the repository root
+  (`python` means this interpreter; the command must exit 0):
+
+      <!-- generated: python scripts/summary_table.py results/severe -->
+      ...output...
+      <!-- /generated -->
+
+* an inline span, whose body is a Python expression over the functions of tools/facts.py (paths relative to
+  `results/`):
+
+      <!--= pct("severe/results.csv", "MC", method="PFWCP", guarantee="mc", dataset="gaussian") -->90.13<!--/=-->
+
+`python tools/make_readme.py` rewrites README.md and fills the regions of nbs/index.ipynb and results/**/README.md
+in place; `--check` changes nothing and exits 1 if any of them is out of date (tests/test_readme_numbers.py runs the
+same check). How-to for new sections: /work/notes/README_BLOCKS.md (and the docstring of tools/facts.py).
 """
-import sys, copy
+import copy
+import os
+import re
+import shlex
+import subprocess
+import sys
+from functools import lru_cache
 from pathlib import Path
+
 import nbformat
 from nbconvert import MarkdownExporter
 
 ROOT = Path(__file__).resolve().parents[1]
+# nbconvert's templates live under the base interpreter's share/jupyter, which jupyter_core does not search from a
+# venv made with --system-site-packages (as in /work/notes/mkwt.sh): add that folder to JUPYTER_PATH
+os.environ["JUPYTER_PATH"] = os.pathsep.join([p for p in [os.environ.get("JUPYTER_PATH")] if p] +
+                                             [str(Path(sys.base_prefix) / "share" / "jupyter")])
+sys.path.insert(0, str(ROOT / "tools"))
+import facts  # noqa: E402  (tools/ is not a package)
+
+BLOCK = re.compile(r"(?P<open><!-- generated: (?P<cmd>[^\n]+?) -->\n)(?P<body>.*?)(?P<close><!-- /generated -->)", re.S)
+SPAN = re.compile(r"(?P<open><!--= (?P<expr>.+?) -->)(?P<body>.*?)(?P<close><!--/=-->)", re.S)
+
+
+@lru_cache(maxsize=None)
+def run_command(cmd: str) -> str:
+    "Standard output of `cmd` run from the repository root; `python` is this interpreter."
+    argv = shlex.split(cmd)
+    if argv and argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"generated block: `{cmd}` exited {r.returncode}:\n{r.stderr[-2000:]}")
+    return r.stdout
+
+
+def eval_span(expr: str) -> str:
+    "Value of an inline span's expression over tools/facts.py."
+    try:
+        v = eval(expr, {"__builtins__": {}}, dict(facts.NAMESPACE))   # facts' functions and a few builtins only
+    except Exception as e:
+        raise type(e)(f"inline span `{expr}`: {e}") from e
+    if not isinstance(v, str):
+        raise TypeError(f"inline span `{expr}` gave {type(v).__name__}, not str (use the formatting functions of tools/facts.py)")
+    return v
+
+
+def fill(text: str) -> str:
+    "`text` with every generated block and inline span recomputed from the files of results/."
+    text = BLOCK.sub(lambda m: m["open"] + run_command(m["cmd"]).strip("\n") + "\n" + m["close"], text)
+    return SPAN.sub(lambda m: m["open"] + eval_span(m["expr"]) + m["close"], text)
+
+
+def quoted(text: str) -> list[tuple[str, str]]:
+    "The (source, written body) of every region of `text`, to compare with `fill`."
+    return [(m["cmd"], m["body"]) for m in BLOCK.finditer(text)] + [(m["expr"], m["body"]) for m in SPAN.finditer(text)]
+
+
+def filled_notebook(path: Path) -> nbformat.NotebookNode:
+    "The notebook with its markdown cells' regions filled."
+    nb = nbformat.read(path, as_version=4)
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            c.source = fill(c.source)
+    return nb
 
 
 def readme_text() -> str:
-    nb = nbformat.read(ROOT / "nbs" / "index.ipynb", as_version=4)
-    nb = copy.deepcopy(nb)
+    nb = copy.deepcopy(filled_notebook(ROOT / "nbs" / "index.ipynb"))
     cells = []
     for c in nb.cells:
         lines = c.source.splitlines()
@@ -29,12 +106,49 @@ def readme_text() -> str:
     return "<!-- generated from nbs/index.ipynb by tools/make_readme.py: edit the notebook, not this file -->\n\n" + body.strip() + "\n"
 
 
+def filled_files() -> list[Path]:
+    "The markdown files whose regions are filled in place: results/README.md and every README.md under results/."
+    return sorted((ROOT / "results").glob("**/README.md"))
+
+
+def out_of_date() -> list[str]:
+    "Files that `python tools/make_readme.py` would change."
+    bad = []
+    readme = ROOT / "README.md"
+    if not readme.exists() or readme.read_text() != readme_text():
+        bad.append("README.md")
+    idx = ROOT / "nbs" / "index.ipynb"
+    if nbformat.writes(filled_notebook(idx)) != nbformat.writes(nbformat.read(idx, as_version=4)):
+        bad.append("nbs/index.ipynb")
+    for f in filled_files():
+        t = f.read_text()
+        if fill(t) != t:
+            bad.append(str(f.relative_to(ROOT)))
+    return bad
+
+
+def write_all() -> list[Path]:
+    "Fill everything in place; the files written."
+    written = []
+    idx = ROOT / "nbs" / "index.ipynb"
+    nb = filled_notebook(idx)
+    if nbformat.writes(nb) != nbformat.writes(nbformat.read(idx, as_version=4)):
+        nbformat.write(nb, idx)
+        written.append(idx)
+    for f in filled_files():
+        t = f.read_text()
+        if fill(t) != t:
+            f.write_text(fill(t))
+            written.append(f)
+    (ROOT / "README.md").write_text(readme_text())
+    return written + [ROOT / "README.md"]
+
+
 if __name__ == "__main__":
-    text = readme_text()
-    path = ROOT / "README.md"
     if "--check" in sys.argv:
-        ok = path.exists() and path.read_text() == text
-        print("README.md is in sync with nbs/index.ipynb" if ok else "README.md is out of date: run python tools/make_readme.py")
-        sys.exit(0 if ok else 1)
-    path.write_text(text)
-    print(f"wrote {path}")
+        bad = out_of_date()
+        print("README.md, nbs/index.ipynb and results/**/README.md are in sync with results/" if not bad
+              else "out of date (run python tools/make_readme.py): " + ", ".join(bad))
+        sys.exit(1 if bad else 0)
+    for p in write_all():
+        print(f"wrote {p.relative_to(ROOT)}")
