@@ -10,7 +10,7 @@ from scipy import special
 from .quantiles import WQ_TOL
 from ._validate import check_n_eff, check_agg_weights, check_unit_open, check_engine, check_pos_int
 
-MAX_EXACT_K: int = 30   # exact enumeration up to 30 agents (2 x 2^15 half-subsets); above, Monte Carlo
+MAX_EXACT_K: int = 30   # exact enumeration up to 30 agents (2 x 2^15 half-subsets); above, certified lattice bounds
 
 def aggregation_weights(n_eff) -> np.ndarray:
     "The paper's aggregation weights `w_k = n_eff_k / sum_j n_eff_j`."
@@ -23,8 +23,9 @@ def beta_law_params(beta, n_eff) -> tuple[np.ndarray, np.ndarray]:
     return (1.0 - beta) * (n + 1.0), beta * (n + 1.0)
 
 # %% auto #0
-__all__ = ['MAX_EXACT_K', 'aggregation_weights', 'beta_law_params', 'SubsetSums', 'wqb_cdf', 'wqb_sample', 'coverage_objective',
-           'largest_feasible_tau']
+__all__ = ['MAX_EXACT_K', 'LATTICE_UNITS', 'MAX_LATTICE_UNITS', 'aggregation_weights', 'beta_law_params', 'SubsetSums',
+           'LatticeTail', 'tail_bounds', 'wqb_cdf', 'coverage_bounds', 'feasibility_bounds', 'wqb_sample',
+           'coverage_objective', 'largest_feasible_tau']
 
 # %% ../nbs/01_coverage.ipynb #33d70644
 def _beta_cdf(u, a, b) -> np.ndarray:
@@ -103,6 +104,122 @@ class SubsetSums:
         starts = self.start[np.asarray(level_index)]                                    # (n, 2^hA)
         return np.clip((np.take_along_axis(tail, starts, axis=1) * piA).sum(1), 0.0, 1.0)
 
+# %% ../nbs/01_coverage.ipynb #5b1a7e01
+LATTICE_UNITS: int = 2**12        # first lattice above MAX_EXACT_K agents (units per total weight), refined x4
+MAX_LATTICE_UNITS: int = 2**16    # the finest lattice by default
+_ETA: float = 1e-13               # tail probability allowed on each side of the Bernstein band
+
+def _bernstein_dev(v, b, eta: float = _ETA):
+    "t with P(X - E[X] >= t) <= eta (and the same below) for X a sum of independent terms within b of their means, Var X = v."
+    L = np.log(1.0 / eta)
+    return b * L / 3.0 + np.sqrt((b * L / 3.0) ** 2 + 2.0 * v * L)
+
+class LatticeTail:
+    """Certified lower and upper bounds, and an estimate, of `P(sum_k w_k B_k >= level)` (independent `B_k ~ Bernoulli(p_k)`)
+    from the exact law of the weights rounded to a lattice of at least `units` per total weight (the one of
+    `units`..1.25 `units` with the least rounding error), with the rounding error bounded both ways."""
+    def __init__(self, weights, levels, units: int):
+        w = np.asarray(weights, dtype=float)
+        # among `units`..1.25 `units`, the lattice with the smallest total rounding error (0 for equal weights)
+        G = units + np.unique(np.linspace(0, units // 4, 65).astype(np.int64))
+        err = np.abs(np.outer(G, w / w.sum()) - np.rint(np.outer(G, w / w.sum()))).sum(1)
+        units = int(G[np.argmin(err)])
+        x = w / w.sum() * units                                   # weights in lattice units, total = units
+        self.m = np.rint(x).astype(np.int64)                      # rounded weights
+        self.e = x - self.m                                       # rounding errors, |e| <= 1/2
+        self.units, self.top = int(units), int(self.m.sum())
+        self.neg, self.pos = self.e[self.e < 0].sum(), self.e[self.e > 0].sum()
+        self.thr = np.atleast_1d(np.asarray(levels, dtype=float)) * (1.0 - WQ_TOL) * units   # the levels in units (T,)
+        self.slack = 2e-15 * (units + w.size)     # floating-point error of x, e and thr (well below WQ_TOL * thr)
+        self.wn = w / w.sum()
+        # the range of E over the subsets whose rounded sum is j: exact near the ends (all agents in: E = e_+ + e_-)
+        emin, emax = np.full(self.top + 2, np.inf), np.full(self.top + 2, -np.inf)
+        emin[0] = emax[0] = 0.0
+        L = 0
+        for mk, ek in zip(self.m, self.e):
+            if mk == 0:
+                emin += min(ek, 0.0); emax += max(ek, 0.0)
+                continue
+            smin, smax = emin[:L + 1] + ek, emax[:L + 1] + ek
+            np.minimum(emin[mk:mk + L + 1], smin, out=emin[mk:mk + L + 1])
+            np.maximum(emax[mk:mk + L + 1], smax, out=emax[mk:mk + L + 1])
+            L += mk
+        j = np.arange(self.top + 2)[:, None]
+        self.reach_lo = (j + emin[:, None] >= self.thr + self.slack).astype(float)   # M = j surely reaches the level
+        self.reach_hi = (j + emax[:, None] >= self.thr - self.slack).astype(float)   # M = j may reach it
+
+    def law(self, p) -> np.ndarray:
+        "P(M = j), j = 0..top+1, of the rounded sum `M = sum_k m_k B_k` by the exact recursion: p (n, K) -> (n, top+2)."
+        dist = np.zeros((p.shape[0], self.top + 2))
+        dist[:, 0] = 1.0
+        L = 0                                                     # the support so far: 0..L
+        for k in np.flatnonzero(self.m > 0):
+            mk, pk = self.m[k], p[:, k:k + 1]
+            moved = dist[:, :L + 1] * pk
+            dist[:, :L + 1] *= 1.0 - pk
+            dist[:, mk:mk + L + 1] += moved
+            L += mk
+        return dist
+
+    def bounds(self, p) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        "p (n, K) -> lower bound, estimate, upper bound of P(sum w_k B_k >= level), each (n, T)."
+        p = np.asarray(p, dtype=float)
+        pmf = self.law(p)
+        sf = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]            # P(M >= j)
+        n, top = p.shape[0], self.top + 1
+        at = lambda x: np.take_along_axis(sf, np.clip(np.ceil(x), 0, top).astype(np.int64), axis=1)
+        thr = np.broadcast_to(self.thr, (n, self.thr.size))
+        mu = (p @ self.e)[:, None]                                # E[sum_k e_k B_k]
+        t = _bernstein_dev((p * (1.0 - p)) @ self.e ** 2, np.abs(self.e).max())[:, None]
+        lo = np.maximum(pmf @ self.reach_lo, at(thr - mu + t + self.slack) - _ETA)
+        hi = np.minimum(pmf @ self.reach_hi, at(thr - mu - t - self.slack) + _ETA)
+        x = thr - mu + 0.5                                        # P(M + V >= thr - mu), V uniform on +-1/2
+        j = np.clip(np.floor(x), 0, top - 1).astype(np.int64)
+        f = np.clip(x - j, 0.0, 1.0)
+        est = np.take_along_axis(sf, j, 1) * (1.0 - f) + np.take_along_axis(sf, j + 1, 1) * f
+        lo, hi = np.clip(lo - 1e-12, 0.0, 1.0), np.clip(hi + 1e-12, 0.0, 1.0)
+        return lo, np.clip(est, lo, hi), hi
+
+def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22):
+    """`LatticeTail(weights, levels, units).bounds(p)` in blocks of rows (memory ~ `chunk` floats); rows that Bernstein's
+    inequality for S itself already settles at every level (P(S >= min level) <= eta, or P(S < max level) <= eta) skip the recursion."""
+    lt = LatticeTail(weights, levels, units)
+    n, T = p.shape[0], lt.thr.size
+    lo, est, hi = np.zeros((n, T)), np.zeros((n, T)), np.zeros((n, T))
+    mu, t = p @ lt.wn, _bernstein_dev((p * (1.0 - p)) @ lt.wn ** 2, lt.wn.max())
+    lv = np.atleast_1d(np.asarray(levels, dtype=float)) * (1.0 - WQ_TOL)
+    none, every = mu + t < lv.min() * (1 - 1e-9), mu - t > lv.max() * (1 + 1e-9) + 1e-12
+    hi[none] = _ETA
+    lo[every], est[every], hi[every] = 1.0 - _ETA, 1.0, 1.0
+    rows = np.flatnonzero(~none & ~every)
+    step = max(1, chunk // (lt.top + 2))
+    for i in range(0, rows.size, step):
+        rr = rows[i:i + step]
+        lo[rr], est[rr], hi[rr] = lt.bounds(p[rr])
+    return lo, est, hi
+
+def tail_bounds(weights, # aggregation weights (K,)
+                levels, # levels (T,) in (0, 1]: the event is sum_k w_k B_k >= level * sum(w) (with WQ_TOL)
+                p, # (n, K) probabilities P(B_k = 1), one row per point
+                *, tol: float = 1e-6, # refine a row's lattice until its width is <= tol ...
+                units: int = LATTICE_UNITS, # ... starting from this lattice ...
+                max_units: int = MAX_LATTICE_UNITS, # ... up to this one
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # lower, value, upper (n, T)
+    "Certified bounds of `P(sum_k w_k B_k >= level)`: exact (all three equal) up to MAX_EXACT_K agents, the lattice above."
+    p = np.atleast_2d(np.asarray(p, dtype=float))
+    if p.shape[1] <= MAX_EXACT_K:
+        v = SubsetSums(weights, levels).prob(p)
+        return v, v, v
+    n, T = p.shape[0], np.atleast_1d(levels).size
+    lo, est, hi = np.empty((n, T)), np.empty((n, T)), np.empty((n, T))
+    rows = np.arange(n)
+    while rows.size:
+        lo[rows], est[rows], hi[rows] = _lattice_rows(weights, levels, p[rows], units)
+        if units >= max_units:
+            break
+        rows, units = rows[(hi[rows] - lo[rows]).max(1) > tol], units * 4
+    return lo, est, hi
+
 # %% ../nbs/01_coverage.ipynb #cc18a509
 def _check_beta(beta, name="beta") -> np.ndarray:
     b = np.asarray(beta, dtype=float)
@@ -120,20 +237,21 @@ def _agg_weights(weights, n_eff) -> np.ndarray:
     "The aggregation weights: `weights` checked and normalised, or by default the paper's `n_eff / sum(n_eff)`."
     return aggregation_weights(n_eff) if weights is None else check_agg_weights(weights, np.size(n_eff))
 
-def wqb_cdf(u, beta, n_eff, tau, *, weights=None) -> np.ndarray:
-    """Exact `P(U^(tau) <= u)` for `U^(tau) = Quantile(1-tau; sum_k w_k delta_{U_k})`, `U_k ~ Beta(a_k, b_k)`.
+def wqb_cdf(u, beta, n_eff, tau, *, weights=None, bounds: bool = False, tol: float = 1e-6,
+            max_units: int = MAX_LATTICE_UNITS):
+    """`P(U^(tau) <= u)` for `U^(tau) = Quantile(1-tau; sum_k w_k delta_{U_k})`, `U_k ~ Beta(a_k, b_k)`: exact up to
+    MAX_EXACT_K agents, the lattice estimate above (`bounds=True`: the certified (lower, upper) pair instead).
 
     `u`: (J,) points; `beta`: scalar or (K,) per-agent levels; `tau`: scalar or (T,). Returns (J,) or (J, T)."""
     n = check_n_eff(n_eff)
-    if n.size > MAX_EXACT_K:
-        raise ValueError(f"exact enumeration supports K <= {MAX_EXACT_K} agents, got K={n.size}; use `wqb_sample`.")
     b = np.broadcast_to(_check_beta(beta), n.shape)
     t = _check_tau(tau)
     u = np.atleast_1d(np.asarray(u, dtype=float))
     a_, b_ = beta_law_params(b, n)
     p = _beta_cdf(u[:, None], a_[None, :], b_[None, :])                     # (J, K)
-    out = SubsetSums(_agg_weights(weights, n), 1.0 - t).prob(p)             # (J, T)
-    return out[:, 0] if np.ndim(tau) == 0 else out
+    lo, v, hi = tail_bounds(_agg_weights(weights, n), 1.0 - t, p, tol=tol, max_units=max_units)   # (J, T)
+    pick = (lambda x: x[:, 0]) if np.ndim(tau) == 0 else (lambda x: x)
+    return (pick(lo), pick(hi)) if bounds else pick(v)
 
 # %% ../nbs/01_coverage.ipynb #aa65d7d4
 _TAIL_LEVELS = np.array([1e-13, 1e-9, 1e-6, 1e-4])
@@ -195,6 +313,73 @@ def _expected_exact(a, b, sums: SubsetSums) -> np.ndarray:
     np.add.at(out, r, contrib)
     return lo[:, None] + out
 
+# %% ../nbs/01_coverage.ipynb #5b1a7e03
+def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int):
+    """Bounds of E[U] = lo + sum_j wq_j (1 - G(x_j)) on the quadrature nodes of `_quadrature_nodes`, each G bounded on the
+    lattice (a lower G gives an upper E); rows whose width exceeds `tol` are recomputed on a 4x finer lattice."""
+    lo0, x, wq = _quadrature_nodes(a_, b_)
+    r, j = np.nonzero(wq > 0)
+    p = _beta_cdf(x[r, j][:, None], a_[r], b_[r])                           # (nodes, K)
+    R, T = a_.shape[0], levels.size
+    E_lo, E, E_hi = np.empty((R, T)), np.empty((R, T)), np.empty((R, T))
+    rows = np.arange(R)
+    while rows.size:
+        at = np.flatnonzero(np.isin(r, rows))
+        G_lo, G, G_hi = _lattice_rows(w, levels, p[at], units)
+        for out, g in ((E_lo, G_hi), (E, G), (E_hi, G_lo)):
+            acc = np.zeros((R, T))
+            np.add.at(acc, r[at], wq[r[at], j[at]][:, None] * (1.0 - g))
+            out[rows] = lo0[rows, None] + acc[rows]
+        if units >= max_units:
+            break
+        rows, units = rows[(E_hi[rows] - E_lo[rows]).max(1) > tol], units * 4
+    return E_lo, E, E_hi
+
+def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per agent
+                    n_eff, # (K,) effective sample sizes
+                    tau, # (T,) aggregate levels in [0, 1)
+                    alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1-alpha) (CCC criterion)
+                    *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
+                    tol: float = 1e-6, # above MAX_EXACT_K: refine a row's lattice until its width is <= tol ...
+                    units: int = LATTICE_UNITS, # ... from this lattice ...
+                    max_units: int = MAX_LATTICE_UNITS, # ... up to this one
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # lower, value, upper (R, T)
+    """Procedure 1's objective with certified bounds: exact (the three equal) up to MAX_EXACT_K agents; above, the lattice
+    bounds of `tail_bounds` (for the MC criterion, on the quadrature sum of the exact engine)."""
+    n = check_n_eff(n_eff)
+    K = n.size
+    b = _check_beta(beta)
+    b = np.repeat(np.atleast_1d(b)[:, None], K, axis=1) if b.ndim <= 1 else b
+    if b.ndim != 2 or b.shape[1] != K:
+        raise ValueError(f"`beta` must be (R,) or (R, K={K}), got shape {np.shape(beta)}.")
+    t = _check_tau(tau)
+    alpha = None if alpha is None else check_unit_open(alpha, "alpha")
+    w = _agg_weights(weights, n)
+    a_, b_ = beta_law_params(b, n[None, :])
+    if K <= MAX_EXACT_K:
+        sums = SubsetSums(w, 1.0 - t)
+        v = _expected_exact(a_, b_, sums) if alpha is None else 1.0 - sums.prob(_beta_cdf(1.0 - alpha, a_, b_))
+        return v, v, v
+    if alpha is None:
+        return _lattice_expected(a_, b_, w, 1.0 - t, tol, units, max_units)
+    G_lo, G, G_hi = tail_bounds(w, 1.0 - t, _beta_cdf(1.0 - alpha, a_, b_), tol=tol, units=units, max_units=max_units)
+    return 1.0 - G_hi, 1.0 - G, 1.0 - G_lo
+def feasibility_bounds(beta, n_eff, tau, alpha, target: float, # as in `coverage_bounds`; feasibility: objective >= target
+                       *, weights=None, max_units: int = MAX_LATTICE_UNITS,
+                      ) -> tuple[np.ndarray, np.ndarray, int]: # lower, upper (R, T), finest lattice used
+    """`coverage_bounds` from `LATTICE_UNITS`, then rows with a cell whose feasibility the bounds leave open
+    (lower < target <= upper) recomputed on 4x finer lattices, up to `max_units`."""
+    units = LATTICE_UNITS
+    lo, _, hi = coverage_bounds(beta, n_eff, tau, alpha, weights=weights, units=units, max_units=units)
+    beta = np.asarray(beta, dtype=float)
+    while units < max_units:
+        rows = np.flatnonzero(((lo < target) & (hi >= target)).any(1))
+        if not rows.size:
+            break
+        units *= 4
+        lo[rows], _, hi[rows] = coverage_bounds(beta[rows], n_eff, tau, alpha, weights=weights, units=units, max_units=units)
+    return lo, hi, units
+
 # %% ../nbs/01_coverage.ipynb #bc987276
 def _sample_beta(rng, a, b, size) -> np.ndarray:
     "Beta draws that accept the degenerate ends a == 0 (point mass at 0) and b == 0 (point mass at 1)."
@@ -227,11 +412,11 @@ def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per 
                        tau, # (T,) aggregate levels in [0, 1)
                        alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1-alpha) (CCC criterion)
                        *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
-                       engine: str = "exact", # "exact" or "mc" (the paper's Monte Carlo)
+                       engine: str = "exact", # "exact" (above MAX_EXACT_K agents: the lattice estimate) or "mc" (the paper's Monte Carlo)
                        n_rep: int = 2000, # Monte Carlo repetitions per (beta, tau) cell for engine="mc"
                        rng=None, # seed or numpy Generator for engine="mc"
                       ) -> np.ndarray: # (R, T)
-    "Procedure 1's objective on a grid: `E[U_beta^(tau)]` or `P(U_beta^(tau) >= 1 - alpha)`, exact or Monte Carlo."
+    "Procedure 1's objective on a grid: `E[U_beta^(tau)]` or `P(U_beta^(tau) >= 1 - alpha)`, exact (lattice above MAX_EXACT_K) or Monte Carlo."
     n = check_n_eff(n_eff)
     K = n.size
     b = _check_beta(beta)
@@ -246,9 +431,8 @@ def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per 
     engine, n_rep = check_engine(engine, n_rep, "mc" if alpha is None else "ccc")
     w = _agg_weights(weights, n)
     a_, b_ = beta_law_params(b, n[None, :])
-    if engine == "exact" and K > MAX_EXACT_K:
-        warnings.warn(f"K={K} > {MAX_EXACT_K}: exact enumeration is too large, using Monte Carlo (n_rep={n_rep}).")
-        engine = "mc"
+    if engine == "exact" and K > MAX_EXACT_K:                                # certified lattice; its estimate
+        return coverage_bounds(b, n, t, alpha, weights=w)[1]
     if engine == "exact":
         sums = SubsetSums(w, 1.0 - t)
         if alpha is None:
@@ -516,6 +700,7 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
                          chunk_rows: int = 64, # rows per block (memory: ~ rows x 400 nodes x 2^(K/2) floats)
                          margin: float | None = 2e-4, # MC criterion: coarse search, rows within `margin` re-searched
                                                       # with the default nodes; None: default nodes for every row
+                         max_units: int = MAX_LATTICE_UNITS, # K > MAX_EXACT_K: finest lattice of the certified bounds
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # index (R,), objective there (R,), feasible (R,)
     """Per row, the largest tau of the grid whose exact objective reaches `target` (index 0 and feasible=False if none).
 
@@ -525,7 +710,10 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
     is computed at once from certified Beta CDFs; a row whose decisions could change within the certified error is
     handed to the reference search (`_reference_search`, the same quadrature with scipy's CDFs; also rows with a point
     mass and K > 14), so index and feasibility are those of the reference and the reported objective is within its
-    certified error (<= ~1e-6) of the reference's (the coarse one for a kept row)."""
+    certified error (<= ~1e-6) of the reference's (the coarse one for a kept row).
+
+    Above MAX_EXACT_K agents the objective at every tau is bounded on a lattice (`feasibility_bounds`): a tau is feasible
+    when its certified lower bound reaches `target`, and the reported objective is that lower bound."""
     n = check_n_eff(n_eff)
     K = n.size
     b = _check_beta(beta)
@@ -536,8 +724,12 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
         raise ValueError("`tau` must be strictly increasing.")
     alpha = None if alpha is None else check_unit_open(alpha, "alpha")
     margin = None if margin is None else check_unit_open(margin, "margin")
-    if K > MAX_EXACT_K:
-        raise ValueError(f"exact search supports K <= {MAX_EXACT_K} agents, got K={K}; use coverage_objective(engine='mc').")
+    if K > MAX_EXACT_K:                                     # certified lattice bounds, decided on the lower bound
+        lo, _, _ = feasibility_bounds(b, n, t, alpha, target, weights=weights, max_units=max_units)
+        feas = lo >= target
+        ok = feas.any(1)
+        idx = np.where(ok, t.size - 1 - np.argmax(feas[:, ::-1], axis=1), 0)
+        return idx, lo[np.arange(b.shape[0]), idx], ok
     sums = SubsetSums(_agg_weights(weights, n), 1.0 - t)
     if alpha is not None:                                   # CCC: one CDF per agent, already cheap
         return _reference_search(b, n, t, target, alpha, sums, chunk_rows, margin)

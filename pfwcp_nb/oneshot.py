@@ -8,7 +8,7 @@ import warnings
 from dataclasses import dataclass
 import numpy as np
 from .quantiles import quantile_of_quantiles
-from .coverage import coverage_objective, aggregation_weights, largest_feasible_tau, MAX_EXACT_K
+from .coverage import coverage_objective, aggregation_weights, largest_feasible_tau
 from .procedure import select_quantiles, QuantileChoice, FEAS_TOL, TIE_TOL, ccc_alpha
 from ._validate import check_unit_open, check_engine, check_agg_weights, check_pos_int
 from .pfwcp import (AgentCalibration, AgentSummary, OneShotMessage, _ThresholdPredictor, _as_test_weights,
@@ -94,9 +94,10 @@ def _tau_search(betas, # (m, K) local levels beta^k(X_j)
     "Per test point, Procedure 1's tau on the grid: the largest feasible one (objective >= target), else the most conservative."
     crit_alpha = None if delta is None else alpha
     target = 1.0 - (alpha if delta is None else delta)
-    if engine == "exact" and n_eff.size <= MAX_EXACT_K:
+    if engine == "exact":
         # the objective is non-increasing in tau: bisection for the largest feasible tau (01_coverage), which is
-        # what `select_tau_rows` picks on the full grid, at ~log2(T) evaluations per test point
+        # what `select_tau_rows` picks on the full grid, at ~log2(T) evaluations per test point; above MAX_EXACT_K
+        # agents, the largest tau whose certified lattice lower bound is feasible
         idx, value, ok = largest_feasible_tau(betas, n_eff, taus, target - FEAS_TOL, crit_alpha, weights=agg_weights)
         return OneShotSelection(tau=taus[idx], value=value, feasible=ok, betas=betas, index=idx)
     obj = coverage_objective(betas, n_eff, taus, crit_alpha, weights=agg_weights, engine=engine, n_rep=n_rep, rng=rng)

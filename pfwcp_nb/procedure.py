@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 from .quantiles import WQ_TOL
-from .coverage import coverage_objective, aggregation_weights, MAX_EXACT_K
+from .coverage import (coverage_objective, feasibility_bounds, aggregation_weights, MAX_EXACT_K,
+                               MAX_LATTICE_UNITS)
 from ._validate import check_agg_weights, check_engine, check_n_eff, check_unit_open
 
 # %% auto #0
@@ -78,12 +79,33 @@ class QuantileChoice:
     value: float           # objective there: E[U] (criterion "mc") or P(U >= 1-alpha) (criterion "ccc")
     feasible: bool         # False: no cell reached the target, (beta, tau) is the most conservative cell
     criterion: str         # "mc" or "ccc"
-    engine: str            # engine actually used: "exact" or "mc"
+    engine: str            # engine actually used: "exact", "lattice" (K > MAX_EXACT_K) or "mc"
     objective: np.ndarray  # (R, T) objective over the grid
     grid: tuple            # (betas (R,), taus (T,))
     target: float          # 1-alpha (mc) or 1-delta (ccc)
     weights: np.ndarray    # aggregation weights used (K,)
     n_rep: int | None      # Monte Carlo repetitions (None for the exact engine)
+    upper: np.ndarray | None = None  # engine "lattice": certified upper bounds (R, T); `objective` holds the lower ones
+    units: int | None = None         # engine "lattice": the finest lattice used
+
+    @property
+    def width(self) -> float:
+        "Certified width (upper - lower) of the objective at the chosen cell: 0 for the exact engine, NaN for Monte Carlo."
+        if self.engine == "mc":
+            return float("nan")
+        if self.upper is None:
+            return 0.0
+        b, t = self.grid
+        i, j = np.searchsorted(b, self.beta), np.searchsorted(t, self.tau)
+        return float(self.upper[i, j] - self.objective[i, j])
+
+    def __repr__(self):
+        R, T = self.objective.shape
+        what = "E[U]" if self.criterion == "mc" else "P(U >= 1-alpha)"
+        eng = self.engine + (f", n_rep={self.n_rep}" if self.engine == "mc" else "") + \
+              (f", width {self.width:.1e}" if self.engine == "lattice" else "")
+        return (f"QuantileChoice(beta={self.beta:.4f}, tau={self.tau:.4f}, {what}={self.value:.6f}, target={self.target:g}, "
+                f"feasible={self.feasible}, K={self.weights.size}, grid {R}x{T}, engine {eng})")
 
 def _check_grid(grid) -> tuple[np.ndarray, np.ndarray]:
     try:
@@ -100,7 +122,6 @@ def _check_grid(grid) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"`grid`: taus must lie in [0, 1), got {taus[(taus < 0) | (taus >= 1) | np.isnan(taus)]}.")
     return betas, taus
 
-
 # %% ../nbs/02_procedure.ipynb #5e1ec7a0
 _EXACT_MEMO: dict = {}    # exact objectives of the last few calls (same n_eff, levels, grid, weights -> same table)
 _EXACT_MEMO_SIZE = 32
@@ -114,6 +135,7 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
                      grid: tuple | None = None, # (betas, taus); default `paper_grid(alpha)`
                      weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
                      seed=None, # int or numpy Generator, used by engine "mc"
+                     max_units: int = MAX_LATTICE_UNITS, # K > MAX_EXACT_K: finest lattice of the certified bounds
                     ) -> QuantileChoice:
     "Procedure 1: the grid cell (beta, tau) with the smallest feasible coverage objective."
     n = check_n_eff(n_eff)
@@ -124,20 +146,25 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
     engine, n_rep = check_engine(engine, n_rep, criterion)
     betas, taus = paper_grid(alpha) if grid is None else _check_grid(grid)
     w = aggregation_weights(n) if weights is None else check_agg_weights(weights, n.size)
-    used = "mc" if (engine == "mc" or n.size > MAX_EXACT_K) else "exact"
+    used = "mc" if engine == "mc" else ("exact" if n.size <= MAX_EXACT_K else "lattice")
     crit_alpha = None if delta is None else alpha
-    key = (n.tobytes(), crit_alpha, betas.tobytes(), taus.tobytes(), w.tobytes())
-    obj = _EXACT_MEMO.get(key) if used == "exact" else None
-    if obj is None:
-        obj = coverage_objective(betas, n, taus, crit_alpha, weights=w,
-                                 engine=engine, n_rep=n_rep, rng=np.random.default_rng(seed))
-        obj = np.asarray(obj, dtype=float).reshape(betas.size, taus.size)
-        if used == "exact":                  # deterministic: PFWCP, osPFWCP and osPFWGLCP of a draw share it
-            obj.setflags(write=False)
-            _EXACT_MEMO[key] = obj
+    target = 1.0 - (alpha if delta is None else delta)
+    key = (n.tobytes(), crit_alpha, betas.tobytes(), taus.tobytes(), w.tobytes(), target, max_units)
+    memo = _EXACT_MEMO.get(key) if used != "mc" else None
+    if memo is None:
+        if used == "lattice":                # certified bounds, refined where a cell's feasibility is in doubt
+            memo = feasibility_bounds(betas, n, taus, crit_alpha, target - FEAS_TOL, weights=w, max_units=max_units)
+        else:
+            obj = coverage_objective(betas, n, taus, crit_alpha, weights=w,
+                                     engine=engine, n_rep=n_rep, rng=np.random.default_rng(seed))
+            memo = (np.asarray(obj, dtype=float).reshape(betas.size, taus.size), None, None)
+        if used != "mc":                     # deterministic: PFWCP, osPFWCP and osPFWGLCP of a draw share it
+            for a in memo[:2]:
+                if a is not None: a.setflags(write=False)
+            _EXACT_MEMO[key] = memo
             while len(_EXACT_MEMO) > _EXACT_MEMO_SIZE:
                 _EXACT_MEMO.pop(next(iter(_EXACT_MEMO)))
-    target = 1.0 - (alpha if delta is None else delta)
+    obj, upper, units = memo
     r, t, feasible = select_cell(obj, betas, taus, target)
     if not feasible:
         what = "E[U]" if delta is None else "P(U >= 1-alpha)"
@@ -147,7 +174,7 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
                       stacklevel=2)
     return QuantileChoice(beta=float(betas[r]), tau=float(taus[t]), value=float(obj[r, t]), feasible=feasible,
                           criterion=criterion, engine=used, objective=obj, grid=(betas, taus), target=target,
-                          weights=w, n_rep=None if used == "exact" else n_rep)
+                          weights=w, n_rep=n_rep if used == "mc" else None, upper=upper, units=units)
 
 # %% ../nbs/02_procedure.ipynb #1f1ee001
 SELECT_RULES = ("paper", "finite-first", "fewest-infinite")   # cell selection rules of `choose_cells` / `PFWCP`

@@ -71,10 +71,12 @@ def test_mc_engine_is_seeded():
     np.testing.assert_array_equal(A, B)
 
 
-def test_exact_cdf_refuses_large_K():
-    "The Monte Carlo fallback of coverage_objective above MAX_EXACT_K is checked in 01_coverage; wqb_cdf refuses."
-    with pytest.raises(ValueError, match="K <="):
-        wqb_cdf([0.5], 0.1, np.full(MAX_EXACT_K + 1, 30.0), 0.2)
+def test_wqb_cdf_above_max_exact_k_is_bounded():
+    "No refusal and no Monte Carlo above MAX_EXACT_K: the lattice estimate lies within certified bounds."
+    n = np.random.default_rng(0).uniform(20, 80, MAX_EXACT_K + 5)
+    lo, hi = wqb_cdf([0.85, 0.9], 0.1, n, [0.0, 0.2], bounds=True)
+    v = wqb_cdf([0.85, 0.9], 0.1, n, [0.0, 0.2])
+    assert v.shape == (2, 2) and np.all(lo <= v) and np.all(v <= hi) and np.all(hi - lo < 0.05)
 
 
 @pytest.mark.parametrize("call, match", [
