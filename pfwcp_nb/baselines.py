@@ -21,10 +21,10 @@ from .data import TASK_KINDS, make_federation
 from .localizer import FoldedNormalSampler, Localizer
 
 # %% auto #0
-__all__ = ['ENGINES', 'QQ_BETA_STEPS', 'ORACLE_SUFFIX', 'METHODS', 'WEIGHTED_METHODS', 'ORACLE_METHODS', 'LOCALIZED_METHODS',
-           'METHOD_ORDER', 'CalibrationDraw', 'oracle_fwcp_weights', 'fwcp_fields', 'localized_fields', 'toy_draw',
-           'cp', 'fcp', 'qq_grid', 'qq_choice', 'fcp_qq', 'fwcp', 'fwcp_qq', 'fglcp', 'pfwcp', 'ospfwcp', 'ospfwglcp',
-           'MethodSpec', 'register_method', 'get_spec', 'get_method', 'run_method']
+__all__ = ['ENGINES', 'QQ_BETA_STEPS', 'ORACLE_SUFFIX', 'METHODS', 'CalibrationDraw', 'oracle_fwcp_weights', 'fwcp_fields',
+           'localized_fields', 'toy_draw', 'cp', 'fcp', 'qq_grid', 'qq_choice', 'fcp_qq', 'fwcp', 'fwcp_qq', 'fglcp',
+           'pfwcp', 'ospfwcp', 'ospfwglcp', 'MethodSpec', 'register_method', 'get_spec', 'get_method', 'run_method',
+           'WEIGHTED_METHODS', 'ORACLE_METHODS', 'LOCALIZED_METHODS', 'METHOD_ORDER']
 
 # %% ../nbs/07_baselines.ipynb #d74cc1a8
 def _float_list(v, name: str) -> list:
@@ -425,10 +425,20 @@ for _spec in (MethodSpec("CP", cp, 0),
               MethodSpec("osPFWGLCP", ospfwglcp, 8, uses_weights=True, needs_localizer=True)):
     register_method(_spec)
 
-WEIGHTED_METHODS: tuple[str, ...] = tuple(n for n, s in METHODS.items() if s.uses_weights)
-ORACLE_METHODS: tuple[str, ...] = tuple(n + ORACLE_SUFFIX for n in WEIGHTED_METHODS)
-LOCALIZED_METHODS: tuple[str, ...] = tuple(n for n, s in METHODS.items() if s.needs_localizer)
-METHOD_ORDER: tuple[str, ...] = tuple(sorted(METHODS, key=lambda n: METHODS[n].order))
+_all_ = ["WEIGHTED_METHODS", "ORACLE_METHODS", "LOCALIZED_METHODS", "METHOD_ORDER"]   # in __all__ although computed on access
+
+_DERIVED = {   # the lists derived from the method records, recomputed from `METHODS` on every access
+    "WEIGHTED_METHODS": lambda: tuple(n for n, s in METHODS.items() if s.uses_weights),
+    "ORACLE_METHODS": lambda: tuple(n + ORACLE_SUFFIX for n, s in METHODS.items() if s.uses_weights),
+    "LOCALIZED_METHODS": lambda: tuple(n for n, s in METHODS.items() if s.needs_localizer),
+    "METHOD_ORDER": lambda: tuple(sorted(METHODS, key=lambda n: METHODS[n].order)),
+}
+
+def __getattr__(name: str):
+    "`pfwcp_nb.baselines.WEIGHTED_METHODS`, `ORACLE_METHODS`, `LOCALIZED_METHODS`, `METHOD_ORDER`: computed when read (PEP 562), so a method registered later is in them."
+    if name in _DERIVED:
+        return _DERIVED[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/07_baselines.ipynb #f0ab948d
 def get_spec(name: str) -> MethodSpec:

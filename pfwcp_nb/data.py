@@ -20,11 +20,11 @@ from ._validate import check_pos_int
 
 # %% auto #0
 __all__ = ['TASK_KINDS', 'SHIFT_KINDS', 'HETEROGENEITY', 'DATASET_SPECS', 'BIKE_COVARIATES', 'CRIME_NONPREDICTIVE', 'CRIME_D',
-           'STAR_COVARIATES', 'CIFAR_COVARIATES', 'SYNTHETIC_D', 'SYNTHETIC_N', 'SYNTHETIC_COVARIATES', 'DATASETS',
-           'TASKS', 'PAPER_SIZES', 'DATA_FILES', 'DATA_SOURCES', 'BRIGHTNESS_LEVELS', 'CIFAR_SEVERITIES', 'DatasetSpec',
-           'register_dataset', 'minmax', 'decorrelate', 'crime_column_names', 'resolve_data_dir', 'data_path',
-           'load_dataset', 'covariate_names', 'shift_parameters', 'brightness', 'Federation', 'make_federation',
-           'FederatedSplit', 'draw_split']
+           'STAR_COVARIATES', 'CIFAR_COVARIATES', 'SYNTHETIC_D', 'SYNTHETIC_N', 'SYNTHETIC_COVARIATES',
+           'BRIGHTNESS_LEVELS', 'CIFAR_SEVERITIES', 'DatasetSpec', 'register_dataset', 'minmax', 'decorrelate',
+           'crime_column_names', 'resolve_data_dir', 'data_path', 'load_dataset', 'covariate_names', 'shift_parameters',
+           'brightness', 'Federation', 'make_federation', 'FederatedSplit', 'draw_split', 'DATASETS', 'TASKS',
+           'PAPER_SIZES', 'DATA_FILES', 'DATA_SOURCES']
 
 # %% ../nbs/06_data.ipynb #0f50c512
 TASK_KINDS: tuple[str, ...] = ("regression", "classification")
@@ -254,11 +254,21 @@ register_dataset(DatasetSpec(
     source="CIFAR-10 test set, cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html, "
            "as an .npz with arrays images (10000,32,32,3) uint8, labels (10000,) int64 and classes (10,)"))
 
-DATASETS: tuple[str, ...] = tuple(DATASET_SPECS)
-TASKS: dict[str, str] = {n: s.task for n, s in DATASET_SPECS.items()}
-PAPER_SIZES: dict[str, tuple[int | None, int]] = {n: s.paper_size for n, s in DATASET_SPECS.items()}
-DATA_FILES: dict[str, tuple[str, ...]] = {n: s.files for n, s in DATASET_SPECS.items() if s.files}
-DATA_SOURCES: dict[str, str] = {n: s.source for n, s in DATASET_SPECS.items() if s.files}
+_all_ = ["DATASETS", "TASKS", "PAPER_SIZES", "DATA_FILES", "DATA_SOURCES"]   # in __all__ although computed on access
+
+_DERIVED = {   # the lists derived from the dataset records, recomputed from `DATASET_SPECS` on every access
+    "DATASETS": lambda: tuple(DATASET_SPECS),                                          # names, in registration order
+    "TASKS": lambda: {n: s.task for n, s in DATASET_SPECS.items()},                    # name -> regression/classification
+    "PAPER_SIZES": lambda: {n: s.paper_size for n, s in DATASET_SPECS.items()},        # name -> the paper's (n, d)
+    "DATA_FILES": lambda: {n: s.files for n, s in DATASET_SPECS.items() if s.files},   # real dataset -> its files
+    "DATA_SOURCES": lambda: {n: s.source for n, s in DATASET_SPECS.items() if s.files},
+}
+
+def __getattr__(name: str):
+    "`pfwcp_nb.data.DATASETS`, `TASKS`, `PAPER_SIZES`, `DATA_FILES`, `DATA_SOURCES`: computed when read (PEP 562), so a dataset registered later is in them."
+    if name in _DERIVED:
+        return _DERIVED[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/06_data.ipynb #2dec1e11
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
