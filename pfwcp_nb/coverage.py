@@ -365,15 +365,21 @@ def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per age
     G_lo, G, G_hi = tail_bounds(w, 1.0 - t, _beta_cdf(1.0 - alpha, a_, b_), tol=tol, units=units, max_units=max_units)
     return 1.0 - G_hi, 1.0 - G, 1.0 - G_lo
 def feasibility_bounds(beta, n_eff, tau, alpha, target: float, # as in `coverage_bounds`; feasibility: objective >= target
-                       *, weights=None, max_units: int = MAX_LATTICE_UNITS,
+                       *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
+                       tol: float = np.inf, # also refine rows with a possibly feasible cell wider than this
+                       max_units: int | None = None, # finest lattice; None: MAX_LATTICE_UNITS (CCC), LATTICE_UNITS (MC)
                       ) -> tuple[np.ndarray, np.ndarray, int]: # lower, upper (R, T), finest lattice used
-    """`coverage_bounds` from `LATTICE_UNITS`, then rows with a cell whose feasibility the bounds leave open
-    (lower < target <= upper) recomputed on 4x finer lattices, up to `max_units`."""
+    """`coverage_bounds` on `LATTICE_UNITS`, then the rows with a cell whose feasibility the bounds leave open
+    (lower < target <= upper), or a possibly feasible cell wider than `tol`, recomputed on 4x finer lattices up to
+    `max_units`. The MC criterion's quadrature has a few hundred nodes per row, each a lattice recursion, so by default
+    it is not refined."""
+    if max_units is None:
+        max_units = LATTICE_UNITS if alpha is None else MAX_LATTICE_UNITS
     units = LATTICE_UNITS
     lo, _, hi = coverage_bounds(beta, n_eff, tau, alpha, weights=weights, units=units, max_units=units)
     beta = np.asarray(beta, dtype=float)
     while units < max_units:
-        rows = np.flatnonzero(((lo < target) & (hi >= target)).any(1))
+        rows = np.flatnonzero(((hi >= target) & ((lo < target) | (hi - lo > tol))).any(1))
         if not rows.size:
             break
         units *= 4
@@ -700,7 +706,7 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
                          chunk_rows: int = 64, # rows per block (memory: ~ rows x 400 nodes x 2^(K/2) floats)
                          margin: float | None = 2e-4, # MC criterion: coarse search, rows within `margin` re-searched
                                                       # with the default nodes; None: default nodes for every row
-                         max_units: int = MAX_LATTICE_UNITS, # K > MAX_EXACT_K: finest lattice of the certified bounds
+                         max_units: int | None = None, # K > MAX_EXACT_K: finest lattice (`feasibility_bounds`)
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # index (R,), objective there (R,), feasible (R,)
     """Per row, the largest tau of the grid whose exact objective reaches `target` (index 0 and feasible=False if none).
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass, fields
 import numpy as np
-from .quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles
+from .quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles, sorted_weighted_quantile
 from .procedure import select_quantiles, QuantileChoice, SELECT_RULES, infinite_cells, choose_cells
 from ._validate import check_unit_open, check_weights
 
@@ -230,6 +230,16 @@ def _thresholds_by_cell(agents, # AgentCalibration objects (K)
             out[at[sub]] = aggregate([AgentMessage(mm.quantiles[sub], mm.beta) for mm in msgs], agg_weights, taus[t])
     return out
 
+def _paper_thresholds(agents, tw, beta: float, agg_weights, tau: float, block: int = 2**22) -> np.ndarray:
+    """`aggregate` of the agents' `message(beta, tw[:, k])` at tau, bit for bit, in blocks of test points (memory ~
+    `block` floats): per block one search per agent on its sorted scores, then the aggregation over agents at once."""
+    sv = [(a._scores, np.cumsum(a._weights)) for a in agents]                 # as `weighted_quantile` sorts them
+    out, step = np.empty(tw.shape[0]), max(1, block // len(agents))
+    for i in range(0, tw.shape[0], step):
+        Q = np.column_stack([sorted_weighted_quantile(v, c, 1.0 - beta, tw[i:i + step, k]) for k, (v, c) in enumerate(sv)])
+        out[i:i + step] = quantile_of_quantiles(Q, agg_weights, 1.0 - tau)
+    return out
+
 class _CellRules(_ThresholdPredictor):
     "The `select` rules of PFWCP: which grid cell each test point uses, and its thresholds."
     def _cell_index(self, test_weights) -> tuple:
@@ -248,7 +258,10 @@ class _CellRules(_ThresholdPredictor):
     def threshold(self, test_weights) -> np.ndarray:
         "Q(X) for each test point (m,) (in process: asks every agent, then aggregates)."
         if self.select == "paper":
-            return self.combine(self.messages(test_weights))
+            if self.choice_ is None or self._agents is None:
+                return self.combine(self.messages(test_weights))             # raises the usual errors
+            tw = _as_test_weights(test_weights, len(self._agents))
+            return _paper_thresholds(self._agents, tw, self.beta_, self.agg_weights_, self.tau_)
         tw, r, t = self._cell_index(test_weights)
         if self._agents is None:
             raise ValueError("calibrated from summaries: use `cells(test_weights)` and the agents' messages at those levels.")

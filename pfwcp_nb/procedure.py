@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 from .quantiles import WQ_TOL
-from .coverage import (coverage_objective, feasibility_bounds, aggregation_weights, MAX_EXACT_K,
-                               MAX_LATTICE_UNITS)
+from .coverage import coverage_objective, feasibility_bounds, aggregation_weights, MAX_EXACT_K
 from ._validate import check_agg_weights, check_engine, check_n_eff, check_unit_open
 
 # %% auto #0
@@ -135,7 +134,8 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
                      grid: tuple | None = None, # (betas, taus); default `paper_grid(alpha)`
                      weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
                      seed=None, # int or numpy Generator, used by engine "mc"
-                     max_units: int = MAX_LATTICE_UNITS, # K > MAX_EXACT_K: finest lattice of the certified bounds
+                     max_units: int | None = None, # K > MAX_EXACT_K: finest lattice (`feasibility_bounds`)
+                     tol: float = 1e-6, # K > MAX_EXACT_K: refine rows whose possibly feasible cells are wider
                     ) -> QuantileChoice:
     "Procedure 1: the grid cell (beta, tau) with the smallest feasible coverage objective."
     n = check_n_eff(n_eff)
@@ -149,11 +149,12 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
     used = "mc" if engine == "mc" else ("exact" if n.size <= MAX_EXACT_K else "lattice")
     crit_alpha = None if delta is None else alpha
     target = 1.0 - (alpha if delta is None else delta)
-    key = (n.tobytes(), crit_alpha, betas.tobytes(), taus.tobytes(), w.tobytes(), target, max_units)
+    key = (n.tobytes(), crit_alpha, betas.tobytes(), taus.tobytes(), w.tobytes(), target, max_units, tol)
     memo = _EXACT_MEMO.get(key) if used != "mc" else None
     if memo is None:
         if used == "lattice":                # certified bounds, refined where a cell's feasibility is in doubt
-            memo = feasibility_bounds(betas, n, taus, crit_alpha, target - FEAS_TOL, weights=w, max_units=max_units)
+            memo = feasibility_bounds(betas, n, taus, crit_alpha, target - FEAS_TOL, weights=w, tol=tol,
+                                      max_units=max_units)
         else:
             obj = coverage_objective(betas, n, taus, crit_alpha, weights=w,
                                      engine=engine, n_rep=n_rep, rng=np.random.default_rng(seed))

@@ -1,0 +1,137 @@
+"""Benchmark for many agents (issue 20): the certified lattice engine against the paper's Monte Carlo engine.
+
+    nice -n 15 python bench/bench_agents.py [--K 11 30 100 300 1000] [--n 100 10000] [--max-units 16384]
+
+For every K (agents) and n_k (calibration points per agent; agent 0 has unit weights, the others lognormal(0, 1)
+density-ratio weights, so their n_eff vary) it prints, in one run:
+1. Procedure 1 (`select_quantiles`, the paper's 22 x 22 grid, alpha = delta = 0.1): CPU seconds of the default engine
+   (exact meet in the middle for K <= 30, certified lattice bounds above, refined up to --max-units) for the MC and the
+   CCC criterion, next to the Monte Carlo engine (n_rep 2000 / 4000); for K >= --mc-rows-from the Monte Carlo engine is
+   timed on --mc-rows of the 22 beta rows and scaled to 22 (marked "*"). The certified width (upper - lower) of the
+   objective at the chosen cell and its largest value over the grid (0 for the exact engine).
+2. Thresholds (`PFWCP.threshold`, rule "paper"): test points per second of the blocked path next to the path through
+   the agents' messages (`combine(messages(.))`, one (m, K) matrix) on the same points, and that they agree bitwise.
+3. osPFWCP (`OneShotPFWCP.select`, beta_breve from `oneshot_level`): test points per second of the default engine next
+   to the Monte Carlo engine (n_rep 2000 / 4000, same beta_breve), MC and CCC criteria.
+Times are CPU seconds of this process (`time.process_time`; run with OMP_NUM_THREADS=1 on a shared machine). No
+assertion: this prints numbers.
+"""
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from _util import cpu_timed as cpu
+
+from pfwcp_nb import procedure
+from pfwcp_nb.procedure import select_quantiles
+from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
+from pfwcp_nb.oneshot import OneShotPFWCP
+
+
+def federation(K: int, n: int, m: int, seed: int = 0):
+    "K agents with n scores each (agent 0: unit weights; others lognormal(0, 1) weights) and (m, K) test weights."
+    rng = np.random.default_rng(seed)
+    agents = [AgentCalibration(rng.exponential(size=n), None if k == 0 else rng.lognormal(0.0, 1.0, n))
+              for k in range(K)]
+    tw = np.column_stack([np.ones(m)] + [rng.lognormal(0.0, 1.0, m) for _ in range(K - 1)]) if m else None
+    return agents, tw
+
+
+def procedure1(args, K, n, agents):
+    n_eff = np.array([a.summary().n_eff for a in agents])
+    rows = []
+    for crit, delta, n_rep in (("MC", None, 2000), ("CCC", 0.1, 4000)):
+        procedure._EXACT_MEMO.clear()
+        ch, t_new = cpu(lambda: select_quantiles(n_eff, 0.1, delta, max_units=args.max_units))
+        betas, taus = ch.grid
+        if K >= args.mc_rows_from:
+            sub = betas[np.linspace(0, betas.size - 1, args.mc_rows).round().astype(int)]
+            _, t = cpu(lambda: select_quantiles(n_eff, 0.1, delta, engine="mc", n_rep=n_rep, seed=0, grid=(sub, taus)))
+            t_mc, star = t * betas.size / sub.size, "*"
+        else:
+            _, t_mc = cpu(lambda: select_quantiles(n_eff, 0.1, delta, engine="mc", n_rep=n_rep, seed=0))
+            star = ""
+        wmax = 0.0 if ch.upper is None else float((ch.upper - ch.objective).max())
+        rows.append((crit, ch, t_new, t_mc, star, wmax))
+    return rows
+
+
+def thresholds(args, K, agents, tw):
+    model = PFWCP(0.1).calibrate(agents)
+    q, t_new = cpu(lambda: model.threshold(tw))
+    ref, t_ref = cpu(lambda: model.combine(model.messages(tw)))
+    return tw.shape[0] / t_new, tw.shape[0] / t_ref, bool(np.array_equal(q, ref))
+
+
+def oneshot(args, K, agents, tw):
+    out = []
+    for crit, delta, n_rep in (("MC", None, 2000), ("CCC", 0.1, 4000)):
+        ex = OneShotPFWCP(0.1, delta).calibrate(agents)
+        m_ex = args.os_m if (crit == "CCC" or K <= 30) else max(2, args.os_m // 50)
+        s, t_ex = cpu(lambda: ex.select(tw[:m_ex]))
+        mc = OneShotPFWCP(0.1, delta, engine="mc", n_rep=n_rep, seed=0).calibrate(agents, beta_breve=ex.beta_breve_)
+        m_mc = max(2, args.os_m_mc if K <= 100 else args.os_m_mc // 4)
+        _, t_mc = cpu(lambda: mc.select(tw[:m_mc]))
+        out.append((crit, m_ex / t_ex, m_mc / t_mc, float(s.feasible.mean())))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--K", type=int, nargs="+", default=[11, 30, 100, 300, 1000])
+    ap.add_argument("--n", type=int, nargs="+", default=[100, 10_000], help="calibration points per agent")
+    ap.add_argument("--max-units", type=int, default=None, help="finest lattice of Procedure 1's certified bounds (default: 2^16 CCC, 2^12 MC)")
+    ap.add_argument("--mc-rows-from", type=int, default=300, help="time the MC engine on a subset of rows from this K on")
+    ap.add_argument("--mc-rows", type=int, default=2, help="beta rows timed with the MC engine for large K")
+    ap.add_argument("--thr-pairs", type=float, default=2e7, help="test points x agents timed for the thresholds")
+    ap.add_argument("--os-m", type=int, default=400, help="test points for the one-shot search (MC criterion: /50 above K=30)")
+    ap.add_argument("--os-m-mc", type=int, default=8, help="test points for the one-shot Monte Carlo engine")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["procedure", "thresholds", "oneshot"])
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    load = os.getloadavg()
+    print(f"command: {' '.join(['python'] + sys.argv)}")
+    print(f"load average {load[0]:.1f} on {os.cpu_count()} CPUs at the start (a shared machine: CPU seconds; ratios in "
+          f"the same run); OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    T = []
+    for n in args.n:
+        for K in args.K:
+            m = int(max(1000, args.thr_pairs // K))
+            agents, tw = federation(K, n, m)
+            t0 = time.perf_counter()
+            P = procedure1(args, K, n, agents) if "procedure" not in args.skip else []
+            H = thresholds(args, K, agents, tw) if "thresholds" not in args.skip else None
+            O = oneshot(args, K, agents, tw) if "oneshot" not in args.skip else []
+            T.append((K, n, P, H, O))
+            n_eff = np.array([a.summary().n_eff for a in agents])
+            print(f"  done K={K} n_k={n} (n_eff {n_eff[1:].min():.1f}..{n_eff[1:].max():.1f}) in "
+                  f"{time.perf_counter() - t0:.0f} s wall", flush=True)
+    print("\n1. Procedure 1, 22 x 22 grid: CPU seconds (default engine vs Monte Carlo; * = MC timed on "
+          f"{args.mc_rows} of 22 rows, x11), certified width at the chosen cell / max over the grid")
+    print(f"{'K':>5} {'n_k':>6} {'crit':>4} {'engine':>8} {'new [s]':>9} {'MC [s]':>9} {'MC/new':>8} "
+          f"{'feasible':>8} {'width@cell':>11} {'width max':>10} {'units':>7}")
+    for K, n, P, _, _ in T:
+        for crit, ch, tn, tm, star, wmax in P:
+            print(f"{K:>5} {n:>6} {crit:>4} {ch.engine:>8} {tn:>9.3f} {tm:>8.2f}{star:1} {tm / tn:>7.1f}x "
+                  f"{str(ch.feasible):>8} {ch.width:>11.1e} {wmax:>10.1e} {str(ch.units or '-'):>7}")
+    print("\n2. Thresholds (PFWCP.threshold, rule 'paper'): test points per second, blocked path vs combine(messages)")
+    print(f"{'K':>5} {'n_k':>6} {'m':>8} {'blocked [pt/s]':>15} {'messages [pt/s]':>16} {'ratio':>7} {'equal':>6}")
+    for K, n, _, H, _ in T:
+        if H:
+            m = int(max(1000, args.thr_pairs // K))
+            print(f"{K:>5} {n:>6} {m:>8} {H[0]:>15.0f} {H[1]:>16.0f} {H[0] / H[1]:>6.2f}x {str(H[2]):>6}")
+    print("\n3. osPFWCP tau search (OneShotPFWCP.select): test points per second, default engine vs Monte Carlo")
+    print(f"{'K':>5} {'n_k':>6} {'crit':>4} {'new [pt/s]':>11} {'MC [pt/s]':>10} {'new/MC':>8} {'feasible':>9}")
+    for K, n, _, _, O in T:
+        for crit, pn, pm, feas in O:
+            print(f"{K:>5} {n:>6} {crit:>4} {pn:>11.2f} {pm:>10.3f} {pn / pm:>7.1f}x {feas:>9.2f}")
+    load = os.getloadavg()
+    print(f"load average {load[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
