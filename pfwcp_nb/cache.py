@@ -51,14 +51,19 @@ class RunConfig:
     n_cal_test: int | None = None  # calibration points of the test agent (None: n_cal)
     device: str = "cpu"            # where the predictor and the ratios are trained (not part of any cache key)
     ratio_model: str = "paper"     # the density-ratio models (`density_ratio.RATIO_MODELS`); "paper" keeps the keys of before
+    model_seed: int = 0            # another training of the same data (`pipeline.training_seed`); 0: the stored grids
 
     def __post_init__(self):
         if self.ratio_model not in RATIO_MODELS:
             raise ValueError(f"ratio_model={self.ratio_model!r}: use one of {RATIO_MODELS}")
 
+    def _model_tag(self) -> str:
+        "Key part of the model seed: empty for 0, so the caches of the stored grids keep their names."
+        return "" if self.model_seed == 0 else f"_model{self.model_seed}"
+
     def setup_key(self) -> str:
         h = _stable_hash([self.K, self.n_train, self.n_cal // 2, json.loads(self.train_kw)])
-        base = f"{self.dataset}__{self.heterogeneity}__seed{self.seed}__{h}"
+        base = f"{self.dataset}__{self.heterogeneity}__seed{self.seed}{self._model_tag()}__{h}"
         return base if self.ratio_model == "paper" else f"{base}__ratios-{self.ratio_model}"
 
     def cell_key(self, method: str, guarantee: str, weights: str) -> str:
@@ -70,7 +75,7 @@ class RunConfig:
                             else []))
         lv = f"a{self.alpha:g}" + ("" if guarantee == "mc" else f"_d{self.delta:g}")
         return (f"{self.dataset}__{self.heterogeneity}__{weights}__{method}__{guarantee}__"
-                f"S{self.n_sims}_m{self.n_test}_{lv}__seed{self.seed}__{h}")
+                f"S{self.n_sims}_m{self.n_test}_{lv}__seed{self.seed}{self._model_tag()}__{h}")
 
 def method_label(method: str, weights: str) -> str:
     "Name of a method in the tables: the oracle-weight variants get the suffix '-oracle'."

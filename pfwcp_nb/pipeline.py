@@ -19,7 +19,7 @@ from .models import classification_score, regression_score, train_predictor
 from .localizer import EngressionSampler, fit_localizer
 
 # %% auto #0
-__all__ = ['DEFAULT_TRAIN_KW', 'TrainedSetup', 'training_split', 'train_setup', 'with_ratio_model', 'draw_seed',
+__all__ = ['DEFAULT_TRAIN_KW', 'TrainedSetup', 'training_seed', 'training_split', 'train_setup', 'with_ratio_model', 'draw_seed',
            'pool_localizer_samples', 'sample_draw', 'FrozenNoiseSampler', 'frozen_localizer']
 
 # %% ../nbs/08c_pipeline.ipynb #189937a2
@@ -46,9 +46,17 @@ class TrainedSetup:
     localizer: object = None        # engression localizer (`localizer.fit_localizer`), or None
     seconds: dict = field(default_factory=dict)
     train_kw: dict = field(default_factory=dict)
+    model_seed: int = 0             # the training randomness (`training_seed`); 0: the one of `seed` itself
     ratio_model: str = "paper"      # how `ratios` were fitted: "paper" (`train_setup`) or "select" (`with_ratio_model`)
 
 # %% ../nbs/08c_pipeline.ipynb #098a0238
+def training_seed(seed: int, model_seed: int = 0) -> int:
+    """The seed of the models' initialisation and batch order: `seed` itself for `model_seed` 0 (the stored grids), else
+    an independent stream (seed, 5, model_seed). The shift, the training split and the draws depend on `seed` only."""
+    if isinstance(model_seed, bool) or not isinstance(model_seed, (int, np.integer)) or model_seed < 0:
+        raise ValueError(f"`model_seed` must be a non-negative integer, got {model_seed!r}.")
+    return int(seed) if model_seed == 0 else int(_rng(seed, 5, model_seed).integers(2**31 - 1))
+
 def _train_data(fed, n_train: int, seed: int):
     "The training split: `n_train` points of every agent from the training stream of `seed`."
     rng = _rng(seed, 0)
@@ -62,7 +70,8 @@ def training_split(fed, # a `data.Federation`
     "The training split `train_setup` trains on (stream (seed, 0)): for scripts that refit one model of a setup."
     return _train_data(fed, n_train, seed)
 
-def _train_localizer(fed, predictor, ratios, n_eng: int, seed: int, lkw: dict, progress: bool):
+def _train_localizer(fed, predictor, ratios, n_eng: int, seed: int, lkw: dict, progress: bool,
+                     tseed: int | None = None):
     "The engression localizer, on the scores of its own split D_eng (`n_eng` points per agent, stream (seed, 2))."
     rng = _rng(seed, 2)                                   # the engression split D_eng, drawn once
     eng = [fed.sample(k, n_eng, rng) for k in range(fed.K)]
@@ -71,7 +80,8 @@ def _train_localizer(fed, predictor, ratios, n_eng: int, seed: int, lkw: dict, p
     lkw = dict(lkw)
     if predictor.pca is not None:
         lkw.setdefault("features", predictor.pca.transform)     # images: engression on the predictor's PCA
-    return fit_localizer([Xe for Xe, _ in eng], s_eng, seed=seed, progress=progress, **lkw)
+    return fit_localizer([Xe for Xe, _ in eng], s_eng, seed=seed if tseed is None else tseed, progress=progress,
+                        **lkw)
 
 # %% ../nbs/08c_pipeline.ipynb #d545b532
 def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
@@ -86,6 +96,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                 need_localizer: bool = True, # train the engression localizer (only FGLCP / osPFWGLCP use it)
                 base: TrainedSetup | None = None, # a setup of the same config whose trained parts are reused
                 device: str = "cpu", # "cpu" or "cuda": where the predictor and the density ratios are trained
+                model_seed: int = 0, # another training of the same data: initialisation and batch order (`training_seed`)
                 progress: bool = True,
                ) -> TrainedSetup:
     """Train, once, the predictor, the K-1 pairwise density ratios, FWCP's classifier (training split, `n_train` per
@@ -96,16 +107,17 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
     dev_kw = dict(device=device)   # the predictor and the density ratios; FWCP (sklearn) and the localizer stay on the CPU
     fed = make_federation(dataset, heterogeneity, K=K, seed=seed, data_dir=data_dir)
     X, y, _ = _train_data(fed, n_train, seed)
+    tseed = training_seed(seed, model_seed)
     secs = dict(base.seconds) if base is not None else {}
     if base is not None:
         predictor, ratios = base.predictor, base.ratios
     else:
         t0 = time.perf_counter()
-        predictor = train_predictor(fed.name, X, y, seed=seed, progress=progress, **dev_kw,
+        predictor = train_predictor(fed.name, X, y, seed=tseed, progress=progress, **dev_kw,
                                     **kw.get("predictor", {}))
         secs["predictor"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ratios = fit_density_ratios(X, method="pairwise", seed=seed, dataset=fed.name, progress=progress,
+        ratios = fit_density_ratios(X, method="pairwise", seed=tseed, dataset=fed.name, progress=progress,
                                     **dev_kw, **kw.get("ratios", {}))
         secs["ratios"] = time.perf_counter() - t0
     fwcp = base.fwcp if base is not None else None
@@ -114,15 +126,15 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         t0 = time.perf_counter()
         fkw = dict(kw.get("fwcp", {}))
         fkw.setdefault("dataset", fed.name)
-        fwcp = fit_fwcp_ratio(X, seed=seed, **fkw)
+        fwcp = fit_fwcp_ratio(X, seed=tseed, **fkw)
         secs["fwcp"] = time.perf_counter() - t0
     if localizer is None and need_localizer:
         t0 = time.perf_counter()
-        localizer = _train_localizer(fed, predictor, ratios, n_eng, seed, kw.get("localizer", {}), progress)
+        localizer = _train_localizer(fed, predictor, ratios, n_eng, seed, kw.get("localizer", {}), progress, tseed)
         secs["localizer"] = time.perf_counter() - t0
     return TrainedSetup(dataset=fed.name, heterogeneity=fed.heterogeneity, seed=seed, K=K, task=fed.task,
                         predictor=predictor, ratios=list(ratios), fwcp=fwcp, localizer=localizer, seconds=secs,
-                        train_kw=kw)
+                        train_kw=kw, model_seed=int(model_seed))
 
 # %% ../nbs/08c_pipeline.ipynb #919626c7
 def with_ratio_model(setup: TrainedSetup, # a setup trained by `train_setup` (the paper's ratio models)
@@ -144,7 +156,7 @@ def with_ratio_model(setup: TrainedSetup, # a setup trained by `train_setup` (th
     fed = make_federation(setup.dataset, setup.heterogeneity, K=setup.K, seed=setup.seed, data_dir=data_dir)
     X, _, _ = _train_data(fed, n_train, setup.seed)
     t0 = time.perf_counter()
-    ratios = fit_selected_ratios(X, seed=setup.seed, dataset=fed.name, device=device, progress=progress, **ratio_kw)
+    ratios = fit_selected_ratios(X, seed=training_seed(setup.seed, setup.model_seed), dataset=fed.name, device=device, progress=progress, **ratio_kw)
     secs = {**setup.seconds, "ratios_select": time.perf_counter() - t0}
     return replace(setup, ratios=list(ratios), seconds=secs, ratio_model=ratio_model,
                    train_kw={**setup.train_kw, "ratio_model": ratio_model})

@@ -11,6 +11,7 @@ import json
 import multiprocessing as mp
 import os
 import pickle
+import platform
 import re
 import shlex
 import shutil
@@ -27,9 +28,13 @@ from typing import Callable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import scipy
+import sklearn
 import torch
+from threadpoolctl import threadpool_info
 from tqdm.auto import tqdm
 
+from . import __version__ as pfwcp_version
 from .argtypes import cli_level, cli_nonneg_int, cli_positive_int
 from .baselines import METHODS, get_spec
 from .cache import (ResultCache, RunConfig, atomic_pickle, atomic_save_npz, frozen_noise, load_cell,
@@ -38,7 +43,7 @@ from .data import DATASET_SPECS, HETEROGENEITY, data_path, make_federation
 from .density_ratio import RATIO_MODELS, oracle_density_ratios
 from .metrics import GUARANTEES, coverage_metrics, evaluate_thresholds
 from .pipeline import (DEFAULT_TRAIN_KW, TrainedSetup, draw_seed, frozen_localizer, pool_localizer_samples,
-                       sample_draw, train_setup, with_ratio_model)
+                       sample_draw, train_setup, training_seed, with_ratio_model)
 from .report import figure1_star, paper_table, plot_figure1, write_outputs
 
 try:                          # the optional extra: only `--backend ray` needs it; without it that backend says
@@ -48,8 +53,8 @@ except ImportError:
 
 # %% auto #0
 __all__ = ['WEIGHT_KINDS', 'TRAIN_KW_KEYS', 'DEMO_TRAIN_KW', 'ensure_setup', 'run_chunk', 'default_methods', 'run_grid',
-           'collect_results', 'run_experiment', 'cli_train_kw', 'cli_ray_address', 'cli_exclude_cell', 'main',
-           'cli_run']
+           'collect_results', 'run_experiment', 'cli_train_kw', 'cli_ray_address', 'cli_exclude_cell', 'provenance',
+           'main', 'cli_run']
 
 # %% ../nbs/08f_runner.ipynb #0d4117ed
 WEIGHT_KINDS = ("estimated", "oracle")
@@ -81,7 +86,8 @@ def ensure_setup(cfg: RunConfig, cache: ResultCache, *, data_dir=None, need_loca
     elif st is None or _missing_parts(st, need_localizer):     # train what is missing, reuse the rest
         st = train_setup(cfg.dataset, cfg.heterogeneity, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train,
                          n_eng=max(1, cfg.n_cal // 2), data_dir=data_dir, train_kw=json.loads(cfg.train_kw),
-                         need_localizer=need_localizer, base=st, device=cfg.device, progress=progress)
+                         need_localizer=need_localizer, base=st, device=cfg.device, model_seed=cfg.model_seed,
+                         progress=progress)
         _cache_setup(path, st, cfg)
     _MEMO[key] = st
     return st
@@ -292,6 +298,7 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
              chunk_size: int = 25, # draws per chunk (the unit of work and of resumption)
              exclude: Sequence[str] = (), # cells to leave out, as "METHOD:GUARANTEE" (e.g. "osPFWCP:mc")
              ratio_model: str = "paper", # density-ratio models: "paper" (S3's) or "select" (`density_ratio.fit_selected_ratios`)
+             model_seed: int = 0, # another training of the same data and draws (`pipeline.training_seed`; 0: the stored grids)
              progress: bool = True,
             ) -> pd.DataFrame: # one row per (dataset, heterogeneity, weights, guarantee, method)
     """Run (or resume) the experiment grid and return the metrics of every cell; per-draw arrays in `.attrs['draws']`,
@@ -302,6 +309,7 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
     wkinds = _as_list(weights, "weights", WEIGHT_KINDS)
     alpha, delta = _check_grid_args(alpha, delta, dict(n_sims=n_sims, n_test=n_test, jobs=jobs, chunk_size=chunk_size,
                                    K=K, n_train=n_train, n_cal=n_cal), n_cal_test, engine, backend, address, device)
+    training_seed(int(seed), model_seed)                   # ValueError on a bad `model_seed`
     meths = {w: (default_methods(w) if methods is None else list(methods)) for w in wkinds}
     for w in wkinds:
         for m in meths[w]:
@@ -315,7 +323,7 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
         cells = [(m, g, w) for w in wkinds for m in meths[w] for g in guarantees if f"{m}:{g}" not in excl]
         plan = [(RunConfig(ds, het, int(n_sims), int(n_test), alpha, delta, int(seed), int(K), int(n_train),
                            int(n_cal), engine, tkw, None if n_cal_test is None else int(n_cal_test), device,
-                           ratio_model), cells)
+                           ratio_model, int(model_seed)), cells)
                 for ds in datasets for het in hets]
         chunks = _chunks(int(n_sims), int(chunk_size))
         work = _pending_work(cache, plan, chunks)
@@ -421,12 +429,12 @@ def collect_results(cache: ResultCache, plan, alpha: float = 0.1) -> pd.DataFram
                              seconds=meta["seconds"], draw_seconds=meta["draw_seconds"], n_test=cfg.n_test,
                              n_cal_test=cfg.n_cal if cfg.n_cal_test is None else cfg.n_cal_test,
                              alpha=cfg.alpha, delta=cfg.delta if c[1] == "ccc" else np.nan, seed=cfg.seed,
-                             train_kw=cfg.train_kw, ratio_model=cfg.ratio_model))
+                             model_seed=cfg.model_seed, train_kw=cfg.train_kw, ratio_model=cfg.ratio_model))
             draws[(cfg.dataset, cfg.heterogeneity, c[2], c[1], method_label(c[0], c[2]))] = dict(
                 coverage=z["coverage"], size=z["size"], size_finite=z.get("size_finite", z["size"]))
     cols = ["dataset", "heterogeneity", "weights", "guarantee", "method", "MC", "MC_se", "CCC", "CCC_se", "CMC",
             "CMC_se", "Eff", "Eff_se", "inf_frac", "Eff_finite", "n_sims", "n_errors", "n_warned", "seconds", "draw_seconds", "n_test",
-            "n_cal_test", "alpha", "delta", "seed", "train_kw", "ratio_model"]
+            "n_cal_test", "alpha", "delta", "seed", "model_seed", "train_kw", "ratio_model"]
     df = pd.DataFrame(rows, columns=cols)
     df.attrs["draws"] = draws
     return df
@@ -591,6 +599,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=cli_nonneg_int, default=0,
                    help="seed of the shift parameters, the training split and training; draw i uses its own "
                         "stream of this seed (default 0)")
+    p.add_argument("--model-seed", type=cli_nonneg_int, default=0,
+                   help="another training of the same data: the models' initialisation and batch order only; the shift, "
+                        "training split and calibration draws stay those of --seed (default 0: the stored grids)")
     p.add_argument("--alpha", type=cli_level, default=0.1, help="miscoverage level, in (0, 1) (default 0.1)")
     p.add_argument("--delta", type=cli_level, default=0.1,
                    help="CCC level: coverage >= 1-alpha with probability >= 1-delta over the calibration draw, "
@@ -655,6 +666,29 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
             p.error(f"argument {opt}: {path!r} exists and is not a directory")
     return a
 
+# %% ../nbs/08f_runner.ipynb #27c0a6a9
+def _cpu_model() -> str:
+    "The CPU's model name (Linux: /proc/cpuinfo), else `platform.processor()`."
+    info = Path("/proc/cpuinfo")
+    if info.exists():
+        for line in info.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+def provenance(jobs: int | None = None, # worker processes of the run (`--jobs`), or None
+              ) -> dict: # cpu, cpus, torch_threads, torch_cpu_capability, blas, platform, versions (and jobs)
+    "Where a run ran: CPU model and count, torch and BLAS thread counts and code paths, versions of the numerical stack."
+    blas = [dict(api=d.get("internal_api"), version=d.get("version"), threads=d.get("num_threads"),
+                 arch=d.get("architecture")) for d in threadpool_info()]
+    out = dict(cpu=_cpu_model(), cpus=os.cpu_count(), torch_threads=torch.get_num_threads(),
+               torch_cpu_capability=torch.backends.cpu.get_cpu_capability(), blas=blas, platform=platform.platform(),
+               versions=dict(python=platform.python_version(), numpy=np.__version__, scipy=scipy.__version__,
+                             torch=torch.__version__, sklearn=sklearn.__version__, pfwcp_nb=pfwcp_version))
+    if jobs is not None:
+        out["jobs"] = int(jobs)
+    return out
+
 # %% ../nbs/08f_runner.ipynb #630292f4
 def main(argv: Sequence[str] | None = None) -> None:
     "Entry point of `pfwcp-experiments` (`argv`: the arguments, default `sys.argv[1:]`); returns None, i.e. exit status 0."
@@ -677,7 +711,8 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
                   n_sims=args.n_sims, n_test=args.n_test, alpha=args.alpha, delta=args.delta, seed=args.seed,
                   engine=args.engine, train_kw=args.train_kw, data_dir=args.data_dir, cache_dir=cache, jobs=args.jobs,
                   chunk_size=args.chunk_size, exclude=args.exclude, progress=progress, n_cal_test=args.n_cal_test, ratio_model=args.ratio_model,
-                  backend=args.backend, address=None if args.address == "local" else args.address, device=args.device)
+                  backend=args.backend, address=None if args.address == "local" else args.address, device=args.device,
+                  model_seed=args.model_seed)
     wall = time.time() - t0
     paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command)
     if args.figure1:
@@ -689,9 +724,9 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
         paths += [out / "figure1_star.npz", out / "figures" / "figure1_star.png"]
     with open(out / "runs.jsonl", "a") as f:
         f.write(json.dumps(dict(command=command, wall_seconds=round(wall, 1), started=time.strftime(
-            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)), cpus=os.cpu_count(), cells=len(df),
-            cache=df.attrs["cache"],
-            method_seconds=round(float(df.seconds.sum()), 1))) + "\n")
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)), cells=len(df),
+            cache=df.attrs["cache"], method_seconds=round(float(df.seconds.sum()), 1),
+            model_seed=args.model_seed, **provenance(args.jobs))) + "\n")
     for g in args.guarantee:
         for het in args.heterogeneity:
             d = df[(df.guarantee == g) & (df.heterogeneity == het)]
