@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # Training variability of the severe grid (issue 22): the same data, shift and calibration draws (--seed 0), five
-# trainings of every model (--model-seed 0 = the stored grids' models, 1-4 new), 200 draws x 300 test points,
-# every method except the two one-shot MC cells. Usage: bash results/training_variability/run.sh [CACHE]
-# (PFWCP_DATA_DIR must point at the data; PFWCP overrides the command, e.g. "python -m pfwcp_nb.runner").
+# trainings of every model (--model-seed 0 = the stored grid's models, 1-4 new), 200 calibration draws x 300 test
+# points, every method except the two one-shot MC cells, estimated weights. Two runs at a time (one worker each):
+# first the synthetic datasets (5 trainings), then the real ones (trainings 0-2, then 3-4).
+# Usage: bash results/training_variability/run.sh [CACHE]   (PFWCP_DATA_DIR must point at the data;
+# PFWCP overrides the command, e.g. "python -m pfwcp_nb.runner"; SEED0_MODELS: a cache's models/ of the stored grid)
 set -euo pipefail
 CACHE=${1:-.pfwcp_cache_tv}
-OUT=results/training_variability
-PFWCP=${PFWCP:-pfwcp-experiments}
-for m in ${MODEL_SEEDS:-1 0 2 3 4}; do
-  if [ "$m" = 0 ] && [ -d "${SEED0_MODELS:-}" ]; then       # the stored grid's trained models (same code, same keys)
-    mkdir -p "$CACHE/models" && cp -n "$SEED0_MODELS"/*.pkl "$CACHE/models/" || true
-  fi
-  $PFWCP --datasets all --guarantee mc ccc --heterogeneity severe --weights estimated --n-sims 200 --n-test 300 \
-    --seed 0 --model-seed "$m" --jobs 2 --exclude osPFWCP:mc osPFWGLCP:mc --cache "$CACHE" \
-    --out "$OUT/model_seed_$m" --no-figures --no-progress
-done
+OUT=results/training_variability/runs
+export CACHE OUT PFWCP=${PFWCP:-pfwcp-experiments}
+if [ -d "${SEED0_MODELS:-}" ]; then mkdir -p "$CACHE/models" && cp -n "$SEED0_MODELS"/*.pkl "$CACHE/models/" || true; fi
+one() {   # one run: DATASETS (space separated) and MODEL_SEED
+  local ds=$1 m=$2
+  $PFWCP --datasets $ds --guarantee mc ccc --heterogeneity severe --weights estimated --n-sims 200 --n-test 300 \
+    --seed 0 --model-seed "$m" --jobs 1 --exclude osPFWCP:mc osPFWGLCP:mc --cache "$CACHE" \
+    --out "$OUT/${ds// /+}/model_seed_$m" --no-figures --no-progress > /dev/null
+  echo "done $ds model seed $m $(date -u +%H:%M:%S)"
+}
+export -f one
+{ for m in 0 1 2 3 4; do echo "gaussian poisson,$m"; done
+  for m in 0 1 2; do for ds in airfoil bike cifar10c concrete crime protein star; do echo "$ds,$m"; done; done
+  for m in 3 4; do for ds in airfoil bike cifar10c concrete crime protein star; do echo "$ds,$m"; done; done
+} | xargs -P 2 -I{} bash -c 'IFS=, read -r ds m <<< "{}"; one "$ds" "$m"'
