@@ -1,13 +1,13 @@
 """Benchmark for many agents (issue 20): the certified lattice engine against the paper's Monte Carlo engine.
 
-    nice -n 15 python bench/bench_agents.py [--K 11 30 100 300 1000] [--n 100 10000] [--max-units 16384]
+    nice -n 15 OMP_NUM_THREADS=1 nice -n 15 python bench/bench_agents.py [--K 11 30 100 300 1000] [--n 100 10000]
 
 For every K (agents) and n_k (calibration points per agent; agent 0 has unit weights, the others lognormal(0, 1)
 density-ratio weights, so their n_eff vary) it prints, in one run:
 1. Procedure 1 (`select_quantiles`, the paper's 22 x 22 grid, alpha = delta = 0.1): CPU seconds of the default engine
    (exact meet in the middle for K <= 30, certified lattice bounds above, refined up to --max-units) for the MC and the
-   CCC criterion, next to the Monte Carlo engine (n_rep 2000 / 4000); for K >= --mc-rows-from the Monte Carlo engine is
-   timed on --mc-rows of the 22 beta rows and scaled to 22 (marked "*"). The certified width (upper - lower) of the
+   CCC criterion, next to the Monte Carlo engine (n_rep 2000 / 4000). To fit a shared 2-core machine, slow parts are
+   timed on a few of the 22 beta rows and scaled to 22 (both costs are linear in the rows; marked "*"). The certified width (upper - lower) of the
    objective at the chosen cell and its largest value over the grid (0 for the exact engine).
 2. Thresholds (`PFWCP.threshold`, rule "paper"): test points per second of the blocked path next to the path through
    the agents' messages (`combine(messages(.))`, one (m, K) matrix) on the same points, and that they agree bitwise.
@@ -41,22 +41,29 @@ def federation(K: int, n: int, m: int, seed: int = 0):
     return agents, tw
 
 
+def rows_of(betas, r):
+    "r beta rows of the grid, spread over it (first and last included)."
+    return betas[np.unique(np.linspace(0, betas.size - 1, r).round().astype(int))]
+
+
 def procedure1(args, K, n, agents):
     n_eff = np.array([a.summary().n_eff for a in agents])
     rows = []
+    betas, taus = procedure.paper_grid(0.1)
     for crit, delta, n_rep in (("MC", None, 2000), ("CCC", 0.1, 4000)):
         procedure._EXACT_MEMO.clear()
-        ch, t_new = cpu(lambda: select_quantiles(n_eff, 0.1, delta, max_units=args.max_units))
-        betas, taus = ch.grid
+        sub_new = crit == "MC" and K >= args.sub_from                 # MC criterion, many agents: a few rows, x22/r
+        grid = (rows_of(betas, args.new_rows), taus) if sub_new else None
+        ch, t_new = cpu(lambda: select_quantiles(n_eff, 0.1, delta, max_units=args.max_units, grid=grid))
+        t_new *= betas.size / ch.grid[0].size
         if K >= args.mc_rows_from:
-            sub = betas[np.linspace(0, betas.size - 1, args.mc_rows).round().astype(int)]
+            sub = rows_of(betas, args.mc_rows if K < args.sub_from else 1)
             _, t = cpu(lambda: select_quantiles(n_eff, 0.1, delta, engine="mc", n_rep=n_rep, seed=0, grid=(sub, taus)))
-            t_mc, star = t * betas.size / sub.size, "*"
+            t_mc = t * betas.size / sub.size
         else:
             _, t_mc = cpu(lambda: select_quantiles(n_eff, 0.1, delta, engine="mc", n_rep=n_rep, seed=0))
-            star = ""
         wmax = 0.0 if ch.upper is None else float((ch.upper - ch.objective).max())
-        rows.append((crit, ch, t_new, t_mc, star, wmax))
+        rows.append((crit, ch, t_new, t_mc, ("*" if sub_new else " ") + ("*" if K >= args.mc_rows_from else " "), wmax))
     return rows
 
 
@@ -71,10 +78,10 @@ def oneshot(args, K, agents, tw):
     out = []
     for crit, delta, n_rep in (("MC", None, 2000), ("CCC", 0.1, 4000)):
         ex = OneShotPFWCP(0.1, delta).calibrate(agents)
-        m_ex = args.os_m if (crit == "CCC" or K <= 30) else max(2, args.os_m // 50)
+        m_ex = args.os_m if (crit == "CCC" or K <= 30) else (max(2, args.os_m // 50) if K <= 100 else 2)
         s, t_ex = cpu(lambda: ex.select(tw[:m_ex]))
         mc = OneShotPFWCP(0.1, delta, engine="mc", n_rep=n_rep, seed=0).calibrate(agents, beta_breve=ex.beta_breve_)
-        m_mc = max(2, args.os_m_mc if K <= 100 else args.os_m_mc // 4)
+        m_mc = args.os_m_mc if K <= 100 else 1
         _, t_mc = cpu(lambda: mc.select(tw[:m_mc]))
         out.append((crit, m_ex / t_ex, m_mc / t_mc, float(s.feasible.mean())))
     return out
@@ -85,16 +92,18 @@ def main():
     ap.add_argument("--K", type=int, nargs="+", default=[11, 30, 100, 300, 1000])
     ap.add_argument("--n", type=int, nargs="+", default=[100, 10_000], help="calibration points per agent")
     ap.add_argument("--max-units", type=int, default=None, help="finest lattice of Procedure 1's certified bounds (default: 2^16 CCC, 2^12 MC)")
-    ap.add_argument("--mc-rows-from", type=int, default=300, help="time the MC engine on a subset of rows from this K on")
-    ap.add_argument("--mc-rows", type=int, default=2, help="beta rows timed with the MC engine for large K")
+    ap.add_argument("--mc-rows-from", type=int, default=30, help="time the MC engine on a few rows from this K on")
+    ap.add_argument("--mc-rows", type=int, default=2, help="beta rows timed with the MC engine (1 from --sub-from on)")
+    ap.add_argument("--sub-from", type=int, default=300, help="MC criterion: time the new engine on --new-rows rows from this K on")
+    ap.add_argument("--new-rows", type=int, default=2, help="beta rows of the MC criterion's new engine for K >= --sub-from")
     ap.add_argument("--thr-pairs", type=float, default=2e7, help="test points x agents timed for the thresholds")
     ap.add_argument("--os-m", type=int, default=400, help="test points for the one-shot search (MC criterion: /50 above K=30)")
-    ap.add_argument("--os-m-mc", type=int, default=8, help="test points for the one-shot Monte Carlo engine")
+    ap.add_argument("--os-m-mc", type=int, default=4, help="test points for the one-shot Monte Carlo engine (1 above K=100)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["procedure", "thresholds", "oneshot"])
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     load = os.getloadavg()
-    print(f"command: {' '.join(['python'] + sys.argv)}")
+    print(f"command: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} nice -n {os.nice(0)} {' '.join(['python'] + sys.argv)}")
     print(f"load average {load[0]:.1f} on {os.cpu_count()} CPUs at the start (a shared machine: CPU seconds; ratios in "
           f"the same run); OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     T = []
@@ -110,13 +119,15 @@ def main():
             n_eff = np.array([a.summary().n_eff for a in agents])
             print(f"  done K={K} n_k={n} (n_eff {n_eff[1:].min():.1f}..{n_eff[1:].max():.1f}) in "
                   f"{time.perf_counter() - t0:.0f} s wall", flush=True)
-    print("\n1. Procedure 1, 22 x 22 grid: CPU seconds (default engine vs Monte Carlo; * = MC timed on "
-          f"{args.mc_rows} of 22 rows, x11), certified width at the chosen cell / max over the grid")
+    print("\n1. Procedure 1, 22 x 22 grid: CPU seconds (default engine vs Monte Carlo), certified width at the chosen cell /"
+          f" max over the grid.\n   Marks: first * = the new engine (MC criterion, K >= {args.sub_from}) timed on "
+          f"{args.new_rows} of the 22 beta rows (its choice and widths are on those rows), scaled to 22;\n   second * = "
+          f"the MC engine timed on {args.mc_rows} rows (1 from K = {args.sub_from}), scaled to 22.")
     print(f"{'K':>5} {'n_k':>6} {'crit':>4} {'engine':>8} {'new [s]':>9} {'MC [s]':>9} {'MC/new':>8} "
           f"{'feasible':>8} {'width@cell':>11} {'width max':>10} {'units':>7}")
     for K, n, P, _, _ in T:
         for crit, ch, tn, tm, star, wmax in P:
-            print(f"{K:>5} {n:>6} {crit:>4} {ch.engine:>8} {tn:>9.3f} {tm:>8.2f}{star:1} {tm / tn:>7.1f}x "
+            print(f"{K:>5} {n:>6} {crit:>4} {ch.engine:>8} {tn:>8.3f}{star[0]} {tm:>8.2f}{star[1]} {tm / tn:>7.1f}x "
                   f"{str(ch.feasible):>8} {ch.width:>11.1e} {wmax:>10.1e} {str(ch.units or '-'):>7}")
     print("\n2. Thresholds (PFWCP.threshold, rule 'paper'): test points per second, blocked path vs combine(messages)")
     print(f"{'K':>5} {'n_k':>6} {'m':>8} {'blocked [pt/s]':>15} {'messages [pt/s]':>16} {'ratio':>7} {'equal':>6}")

@@ -314,9 +314,15 @@ def _expected_exact(a, b, sums: SubsetSums) -> np.ndarray:
     return lo[:, None] + out
 
 # %% ../nbs/01_coverage.ipynb #5b1a7e03
-def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int):
+def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int, block: int = 2**23):
     """Bounds of E[U] = lo + sum_j wq_j (1 - G(x_j)) on the quadrature nodes of `_quadrature_nodes`, each G bounded on the
-    lattice (a lower G gives an upper E); rows whose width exceeds `tol` are recomputed on a 4x finer lattice."""
+    lattice (a lower G gives an upper E); rows whose width exceeds `tol` are recomputed on a 4x finer lattice. Rows go
+    in blocks whose (nodes x agents) CDF table stays below `block` floats (~400 nodes per row)."""
+    step = max(1, block // (400 * a_.shape[1]))
+    if a_.shape[0] > step:
+        parts = [_lattice_expected(a_[i:i + step], b_[i:i + step], w, levels, tol, units, max_units, block)
+                 for i in range(0, a_.shape[0], step)]
+        return tuple(np.concatenate(p) for p in zip(*parts))
     lo0, x, wq = _quadrature_nodes(a_, b_)
     r, j = np.nonzero(wq > 0)
     p = _beta_cdf(x[r, j][:, None], a_[r], b_[r])                           # (nodes, K)
