@@ -180,6 +180,21 @@ def _stack_clients(federations, loss_name) -> _Stack:
         Xp[r, : n[r]], yp[r, : n[r]], wp[r, : n[r]] = Xs[r], ys[r], ws[r]
     return _Stack(Xp, yp, wp, n, torch.tensor(grp), len(federations))
 
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+def _float_dtype(dtype: str) -> torch.dtype:
+    "The torch dtype of `fedavg_many`'s `dtype`; ValueError naming the choices otherwise."
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype={dtype!r}: use 'float32' (default) or 'float64'")
+    return _DTYPES[dtype]
+
+def _as_dtype(S: _Stack, dt: torch.dtype) -> _Stack:
+    "The stack with its covariates, float targets and weights in `dt` (class labels stay integers)."
+    if dt == torch.float32:
+        return S
+    y = S.y.to(dt) if S.y.is_floating_point() else S.y
+    return _Stack(S.X.to(dt), y, S.w.to(dt), S.n, S.grp, S.G)
+
 # %% ../nbs/05_federated.ipynb #229994e5
 def _init_modules(model, G: int, gen: torch.Generator) -> list[nn.Module]:
     "G initial modules: fresh ones from a factory (seeded by `gen`), or copies of a given module; refused if they have buffers."
@@ -273,7 +288,7 @@ def _global_loss(R: _Replicas) -> np.ndarray:
     with torch.no_grad():
         out = R.fwd_eval(R.params, R.buffers, R.X)
         l = R.lossv(out, R.y) * R.w * (torch.arange(R.X.shape[1], device=R.dev)[None, :] < R.n[:, None])
-        num = torch.zeros(R.G, device=R.dev).index_add_(0, R.grp, l.sum(1))
+        num = torch.zeros(R.G, device=R.dev, dtype=l.dtype).index_add_(0, R.grp, l.sum(1))
         den = torch.zeros(R.G, device=R.dev).index_add_(0, R.grp, R.n.to(torch.float32))
         return (num / den).cpu().numpy()
 
@@ -317,7 +332,8 @@ def _server_step(R: _Replicas, server):
         avgs = []
         for p in R.params:
             sh = (-1,) + (1,) * (p.dim() - 1)
-            avgs.append(torch.zeros((R.G,) + p.shape[1:], device=R.dev).index_add_(0, R.grp, p * a.view(sh)) / den.view(sh))
+            avgs.append(torch.zeros((R.G,) + p.shape[1:], device=R.dev, dtype=p.dtype).index_add_(0, R.grp, p * a.view(sh))
+                        / den.view(sh))
         if server is not None:                  # pseudo-gradient theta_t - mean_k theta^k_{t+1}
             gparams, server_opt = server
             server_opt.step([gp - av for gp, av in zip(gparams, avgs)], torch.ones(R.G, dtype=torch.bool, device=R.dev))
@@ -344,6 +360,7 @@ def fedavg_many(
     desc: str = "FedAvg",
     num_threads: int | None = 1,                 # torch threads during training (restored afterwards); None: leave as is
     device: str | torch.device = "cpu",          # torch device of the training ('cpu', 'cuda', 'cuda:1'); models come back on the CPU
+    dtype: str = "float32",                      # "float32" (default; the stored grids) or "float64": parameters and data
 ) -> tuple[list[nn.Module], pd.DataFrame]:
     "FedAvg on G independent federations at once; returns the G global models and a long history (round, epoch, federation, loss)."
     loss_fn, loss_name = _get_loss(loss)
@@ -353,10 +370,10 @@ def fedavg_many(
     dev = check_device(device)
     if server_optimizer not in ("avg", "adam"): raise ValueError(f"server_optimizer={server_optimizer!r}: use 'avg' or 'adam'")
     if not client_lr > 0: raise ValueError(f"client_lr={client_lr}: must be > 0")
-    S = _stack_clients(federations, loss_name)
+    S = _as_dtype(_stack_clients(federations, loss_name), _float_dtype(dtype))
     wd = _weight_decays(weight_decay, S.G)
     gen = torch.Generator().manual_seed(int(seed))
-    mods = _init_modules(model, S.G, gen)
+    mods = [m.to(_float_dtype(dtype)) for m in _init_modules(model, S.G, gen)]
     old_threads = torch.get_num_threads()
     if num_threads: torch.set_num_threads(int(num_threads))
     rng_state = torch.random.get_rng_state()

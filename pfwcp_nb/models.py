@@ -152,8 +152,9 @@ class FederatedPredictor:
         if X.ndim < 2: raise ValueError(f"X must be 2-D (m, d), got shape {X.shape}")
         X = X.reshape(X.shape[0], -1)
         Z = self.pca.transform(X) if self.pca is not None else X
+        dt = next(self.model.parameters()).dtype                 # float32, or float64 (`fedavg_many(dtype=)`)
         with torch.no_grad():
-            return self.model(torch.as_tensor(Z, dtype=torch.float32)).double().numpy()
+            return self.model(torch.as_tensor(Z, dtype=dt)).double().numpy()
 
     def predict(self, X) -> np.ndarray:
         "Regression: f-hat(x) in the units of y, shape (m,). Classification: the most probable class."
