@@ -25,8 +25,8 @@ from .quantiles import effective_sample_size, weighted_quantile
 
 # %% auto #0
 __all__ = ['PAPER_TABLES_FILE', 'PAPER_DATASET_ORDER', 'PAPER_TABLES', 'STAR_ZETA', 'paper_table', 'se_table',
-           'compare_with_paper', 'comparison_markdown', 'plot_boxplots', 'plot_coverage_efficiency', 'figure1_star',
-           'plot_figure1', 'write_outputs']
+           'compare_with_paper', 'comparison_markdown', 'verdict', 'verdict_changes', 'plot_boxplots',
+           'plot_coverage_efficiency', 'figure1_star', 'plot_figure1', 'write_outputs']
 
 # %% ../nbs/08d_report.ipynb #537ca0ed
 PAPER_TABLES_FILE = "paper_tables.json"   # in the package folder
@@ -129,8 +129,10 @@ def se_table(df: pd.DataFrame, guarantee: str = "mc", *, heterogeneity: str | No
 def compare_with_paper(df: pd.DataFrame, # rows of `run_grid` (severe heterogeneity, estimated weights are used)
                        guarantee: str = "mc",
                        *, alpha: float = 0.1, delta: float = 0.1,
+                       variability: pd.DataFrame | None = None, # `reproduce.training_variability` rows: adds train_sd, z_total
                       ) -> pd.DataFrame: # dataset, method, metric, ours, ours_se, paper, diff, z, marker_ours, marker_paper
-    "Our metrics next to the paper's Table 2 (mc) or Table 3 (ccc), in the paper's units."
+    """Our metrics next to the paper's Table 2 (mc) or Table 3 (ccc), in the paper's units. With `variability`, the
+    guarantee's metric also gets the between-training s.d. `train_sd` and `z_total` = diff / sqrt(se^2 + train_sd^2)."""
     ref = PAPER_TABLES[guarantee]
     d = df[(df.guarantee == guarantee) & (df.heterogeneity == "severe") & (df.weights == "estimated")]
     key = "MC" if guarantee == "mc" else "CCC"
@@ -150,8 +152,19 @@ def compare_with_paper(df: pd.DataFrame, # rows of `run_grid` (severe heterogene
                              diff=diff, z=diff / se if se and np.isfinite(se) and se > 0 else np.nan,
                              marker_ours=mk_ours, marker_paper=mk_paper, ours_finite=fin,
                              inf_frac=getattr(r, "inf_frac", np.nan)))
-    return pd.DataFrame(rows, columns=["dataset", "method", "metric", "ours", "ours_se", "paper", "diff", "z",
-                                       "marker_ours", "marker_paper", "ours_finite", "inf_frac"])
+    out = pd.DataFrame(rows, columns=["dataset", "method", "metric", "ours", "ours_se", "paper", "diff", "z",
+                                      "marker_ours", "marker_paper", "ours_finite", "inf_frac"])
+    return out if variability is None else _with_training(out, variability, guarantee, key)
+
+def _with_training(cmp: pd.DataFrame, tv: pd.DataFrame, guarantee: str, key: str) -> pd.DataFrame:
+    "`compare_with_paper`'s rows with train_sd (% points, the guarantee's metric only) and z_total."
+    t = tv[(tv.guarantee == guarantee) & (tv.heterogeneity == "severe") & (tv.weights == "estimated")]
+    sd = {(r.dataset, r.method): 100.0 * r.train_sd for r in t.itertuples()}
+    cmp = cmp.copy()
+    cmp["train_sd"] = [sd.get((r.dataset, r.method), np.nan) if r.metric == key else np.nan for r in cmp.itertuples()]
+    u = np.sqrt(cmp.ours_se ** 2 + cmp.train_sd ** 2)
+    cmp["z_total"] = np.where(u > 0, cmp["diff"] / u.where(u > 0, 1.0), np.nan)
+    return cmp
 
 # %% ../nbs/08d_report.ipynb #34e5ef99
 def comparison_markdown(cmp: pd.DataFrame, # output of `compare_with_paper`
@@ -161,6 +174,8 @@ def comparison_markdown(cmp: pd.DataFrame, # output of `compare_with_paper`
     if cmp.empty:
         return "(no severe-heterogeneity rows with estimated weights to compare)"
     key = cmp.metric.iloc[0]
+    if "z_total" in cmp:
+        return _training_markdown(cmp, method, key)
     out = [f"### {method}: ours vs paper", "",
            f"| dataset | {key} ours (%) | {key} paper (%) | z | CMC ours | CMC paper | Eff ours | Eff paper | band ours / paper |",
            "|---|---:|---:|---:|---:|---:|---:|---:|:---:|"]
@@ -188,6 +203,34 @@ def comparison_markdown(cmp: pd.DataFrame, # output of `compare_with_paper`
     agree = (prim.marker_ours == prim.marker_paper).mean()
     out += ["", f"Colour bands agree in {100 * agree:.0f}% of the {len(prim)} (method, dataset) cells."]
     return "\n".join(out)
+
+def _training_markdown(cmp: pd.DataFrame, method: str, key: str) -> str:
+    "`comparison_markdown` with the training variability: ours ± MC s.e. ± training s.d., z before and after."
+    prim = cmp[cmp.metric == key]
+    out = [f"### {key} ours vs paper, counting the spread over trainings", "",
+           f"| method | dataset | ours (%) | ± MC s.e. | ± training s.d. | paper (%) | z (MC only) | z (with training) | verdict |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for m in sorted(prim.method.unique(), key=_method_sort_key):
+        for ds in _order(prim[prim.method == m].dataset, PAPER_DATASET_ORDER):
+            r = prim[(prim.method == m) & (prim.dataset == ds)].iloc[0]
+            f = lambda z: "–" if not np.isfinite(z) else f"{z:+.1f}"
+            out.append(f"| {m} | {ds} | {r.ours:.2f} | {r.ours_se:.2f} | "
+                       f"{'–' if not np.isfinite(r.train_sd) else f'{r.train_sd:.2f}'} | {r.paper:.2f} | {f(r.z)} | "
+                       f"{f(r.z_total)} | {verdict(r.z)} → {verdict(r.z_total)} |")
+    ch = verdict_changes(cmp)
+    out += ["", f"{len(ch)} of {int(np.isfinite(prim.z_total).sum())} comparisons change verdict (|z| > 2: differs from the "
+                "paper) once the spread over trainings is counted."]
+    return "\n".join(out)
+
+def verdict(z: float, z_crit: float = 2.0) -> str:
+    "'differs' when |z| > z_crit, 'consistent' when not, '–' without a z (our standard error is 0)."
+    return "–" if not np.isfinite(z) else ("differs" if abs(z) > z_crit else "consistent")
+
+def verdict_changes(cmp: pd.DataFrame, # `compare_with_paper(..., variability=)` rows
+                    z_crit: float = 2.0) -> pd.DataFrame:
+    "The rows whose verdict against the paper (|z| > z_crit: differs) changes once the training s.d. is counted."
+    d = cmp[np.isfinite(cmp.get("z_total", pd.Series(np.nan, index=cmp.index)))]
+    return d[[verdict(a, z_crit) != verdict(b, z_crit) for a, b in zip(d.z, d.z_total)]]
 
 # %% ../nbs/08d_report.ipynb #481c1162
 def plot_boxplots(df: pd.DataFrame, dataset: str = "star", guarantee: str = "mc", *,
