@@ -148,24 +148,36 @@ class LatticeTail:
         self.reach_lo = (j + emin[:, None] >= self.thr + self.slack).astype(float)   # M = j surely reaches the level
         self.reach_hi = (j + emax[:, None] >= self.thr - self.slack).astype(float)   # M = j may reach it
 
-    def law(self, p) -> np.ndarray:
-        "P(M = j), j = 0..top+1, of the rounded sum `M = sum_k m_k B_k` by the exact recursion: p (n, K) -> (n, top+2)."
-        dist = np.zeros((p.shape[0], self.top + 2))
+    def law(self, p, trim: float = 1e-18) -> tuple[np.ndarray, np.ndarray]:
+        """P(M = j), j = 0..top+1, of the rounded sum `M = sum_k m_k B_k` by the exact recursion, p (n, K) -> (n, top+2),
+        and the mass it dropped (n,): every 8 agents the columns whose mass from the left (or the right) is <= `trim` in
+        every row are zeroed and left out of the recursion from then on (the support of a sum of many agents is narrow)."""
+        n = p.shape[0]
+        dist, tmp = np.zeros((n, self.top + 2)), np.empty((n, self.top + 2))
         dist[:, 0] = 1.0
-        L = 0                                                     # the support so far: 0..L
-        for k in np.flatnonzero(self.m > 0):
-            mk, pk = self.m[k], p[:, k:k + 1]
-            moved = dist[:, :L + 1] * pk
-            dist[:, :L + 1] *= 1.0 - pk
-            dist[:, mk:mk + L + 1] += moved
-            L += mk
-        return dist
+        dropped = np.zeros(n)
+        lo = hi = 0                                               # the columns still in play: lo..hi
+        for i, k in enumerate(np.flatnonzero(self.m > 0)):
+            mk, pk, w = self.m[k], p[:, k:k + 1], hi + 1 - lo
+            np.multiply(dist[:, lo:hi + 1], pk, out=tmp[:, :w])
+            dist[:, lo:hi + 1] *= 1.0 - pk
+            dist[:, lo + mk:hi + mk + 1] += tmp[:, :w]
+            hi += mk
+            if i % 8 == 7 and hi - lo > 64:                         # the column maxima bound every row's mass
+                cm = dist[:, lo:hi + 1].max(0)
+                cut = int(np.searchsorted(np.cumsum(cm), trim, side="right"))            # leading columns to drop
+                end = hi - lo - int(np.searchsorted(np.cumsum(cm[::-1]), trim, side="right"))   # last column kept
+                dropped += dist[:, lo:lo + cut].sum(1) + dist[:, lo + end + 1:hi + 1].sum(1)
+                dist[:, lo:lo + cut] = 0.0
+                dist[:, lo + end + 1:hi + 1] = 0.0
+                lo, hi = lo + cut, lo + end
+        return dist, dropped
 
     def bounds(self, p) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         "p (n, K) -> lower bound, estimate, upper bound of P(sum w_k B_k >= level), each (n, T)."
         p = np.asarray(p, dtype=float)
-        pmf = self.law(p)
-        sf = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]            # P(M >= j)
+        pmf, dropped = self.law(p)                                # dropped mass: it may count on the upper side
+        sf = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]            # P(M >= j) of the kept mass
         n, top = p.shape[0], self.top + 1
         at = lambda x: np.take_along_axis(sf, np.clip(np.ceil(x), 0, top).astype(np.int64), axis=1)
         thr = np.broadcast_to(self.thr, (n, self.thr.size))
@@ -177,7 +189,7 @@ class LatticeTail:
         j = np.clip(np.floor(x), 0, top - 1).astype(np.int64)
         f = np.clip(x - j, 0.0, 1.0)
         est = np.take_along_axis(sf, j, 1) * (1.0 - f) + np.take_along_axis(sf, j + 1, 1) * f
-        lo, hi = np.clip(lo - 1e-12, 0.0, 1.0), np.clip(hi + 1e-12, 0.0, 1.0)
+        lo, hi = np.clip(lo - 1e-12, 0.0, 1.0), np.clip(hi + dropped[:, None] + 1e-12, 0.0, 1.0)
         return lo, np.clip(est, lo, hi), hi
 
 def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22):
