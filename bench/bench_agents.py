@@ -78,7 +78,7 @@ def oneshot(args, K, agents, tw):
     out = []
     for crit, delta, n_rep in (("MC", None, 2000), ("CCC", 0.1, 4000)):
         ex = OneShotPFWCP(0.1, delta).calibrate(agents)
-        m_ex = args.os_m if (crit == "CCC" or K <= 30) else (max(2, args.os_m // 50) if K <= 100 else 2)
+        m_ex = args.os_m if (crit == "CCC" or K <= 14) else (max(2, args.os_m // 20) if K <= 100 else 2)
         s, t_ex = cpu(lambda: ex.select(tw[:m_ex]))
         mc = OneShotPFWCP(0.1, delta, engine="mc", n_rep=n_rep, seed=0).calibrate(agents, beta_breve=ex.beta_breve_)
         m_mc = args.os_m_mc if K <= 100 else 1
@@ -97,7 +97,7 @@ def main():
     ap.add_argument("--sub-from", type=int, default=300, help="MC criterion: time the new engine on --new-rows rows from this K on")
     ap.add_argument("--new-rows", type=int, default=2, help="beta rows of the MC criterion's new engine for K >= --sub-from")
     ap.add_argument("--thr-pairs", type=float, default=2e7, help="test points x agents timed for the thresholds")
-    ap.add_argument("--os-m", type=int, default=400, help="test points for the one-shot search (MC criterion: /50 above K=30)")
+    ap.add_argument("--os-m", type=int, default=400, help="test points for the one-shot search (MC criterion: /20 above K=14, 2 above K=100)")
     ap.add_argument("--os-m-mc", type=int, default=4, help="test points for the one-shot Monte Carlo engine (1 above K=100)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["procedure", "thresholds", "oneshot"])
     args = ap.parse_args()
