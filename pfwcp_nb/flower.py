@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_flower.ipynb #62b311a6
 from __future__ import annotations
-import json, time
+import inspect, json, time, warnings
 from pathlib import Path
 import numpy as np
 try:
@@ -17,14 +17,17 @@ except ImportError as e:   # the one optional extra of the package
     raise ImportError('pfwcp_nb.flower needs Flower (flwr[simulation]==1.42.*): pip install "pfwcp_nb[flower]", '
                       'or pip install -e ".[flower]" from a clone of the repository') from e
 from .pfwcp import (PROTOCOL_VERSION, PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage,
-                            _as_test_weights)
+                            aggregate, _as_test_weights)
+from .query_policy import QueryPolicy, QueryRefused
 from .oneshot import OneShotPFWCP
 from ._validate import check_pos_int
 
 # %% auto #0
-__all__ = ['RECORD', 'REQUESTS', 'METHODS', 'RUN_CONFIG', 'client_app', 'server_app', 'request', 'pack', 'unpack', 'agent_reply',
-           'agent_client_app', 'ask_agents', 'collect_summaries', 'thresholds_over_flower', 'simulate_many', 'simulate',
-           'run_config_values', 'app_pyproject', 'write_app_project', 'load_node_agent', 'deployed_main']
+__all__ = ['RECORD', 'REQUESTS', 'METHODS', 'RUN_CONFIG', 'NODE_CONFIG', 'client_app', 'server_app', 'request', 'pack',
+           'strict_json', 'unpack', 'agent_reply', 'agent_client_app', 'ask_agents', 'check_summary', 'check_message',
+           'check_oneshot', 'collect_summaries', 'make_estimator', 'thresholds_over_flower', 'agreed_policies',
+           'simulate_many', 'simulate', 'agent_nodes', 'run_config_values', 'app_pyproject', 'write_app_project',
+           'node_config_values', 'load_node_agent', 'load_node_policy', 'deployed_main']
 
 # %% ../nbs/10_flower.ipynb #35ef15d3
 RECORD = "pfwcp"   # name of the one ConfigRecord in every pfwcp Flower message
@@ -51,97 +54,274 @@ def pack(d: dict, # a request or a message's `to_dict()`
         rec["agent"] = int(agent)
     return RecordDict({RECORD: ConfigRecord(rec)})
 
-def unpack(content: RecordDict) -> tuple[dict, int | None]:
-    "Inverse of `pack`: (the dict, the agent index or None)."
+def strict_json(text, # the JSON text of a message
+                sender: str = "the peer", # who sent it, named in every refusal
+               ) -> dict:
+    "Parse a message's JSON strictly: no NaN/Infinity literals (±inf travel as strings), a JSON object, named sender."
+    def literal(c):
+        raise ValueError(f"{sender}: field `json` holds the literal {c}, which strict JSON refuses "
+                         "(±inf travel as the strings 'inf'/'-inf', NaN never).")
+    if not isinstance(text, str):
+        raise ValueError(f"{sender}: field `json` must be a string, got {type(text).__name__}.")
+    try:
+        d = json.loads(text, parse_constant=literal)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{sender}: field `json` is not valid JSON ({e}).") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{sender}: field `json` must hold a JSON object, got {type(d).__name__}.")
+    return d
+
+def unpack(content: RecordDict,
+           sender: str = "the peer", # who sent it, named in every refusal
+          ) -> tuple[dict, int | None]:
+    "Inverse of `pack`: (the dict, the agent index or None); strict JSON, refusals name `sender` and the field."
     if RECORD not in content.config_records:
-        raise ValueError(f"`content` has no ConfigRecord {RECORD!r}: not a pfwcp message (records: {list(content)}).")
+        raise ValueError(f"{sender}: `content` has no ConfigRecord {RECORD!r}: not a pfwcp message "
+                         f"(records: {list(content)}).")
     rec = content.config_records[RECORD]
-    return json.loads(rec["json"]), (int(rec["agent"]) if "agent" in rec else None)
+    if set(rec) - {"json", "agent"} or "json" not in rec:
+        raise ValueError(f"{sender}: record {RECORD!r} has fields {sorted(rec)}; a pfwcp message has `json` and, "
+                         "in replies, `agent`.")
+    agent = rec.get("agent")
+    if agent is not None and (isinstance(agent, bool) or not isinstance(agent, int)):
+        raise ValueError(f"{sender}: field `agent` must be an integer, got {agent!r}.")
+    return strict_json(rec["json"], sender), agent
 
 # %% ../nbs/10_flower.ipynb #c1dd9e65
 def agent_reply(agent: AgentCalibration, # this agent's scores and weights (they stay here)
                 req: dict, # a `request(...)` dict
+                policy: QueryPolicy, # what this agent agreed to answer (module `query_policy`); its budget is charged
                ) -> dict: # the message's `to_dict()`
-    "The agent's answer to one request."
+    "The agent's answer to one request, after its query policy admitted it (else `QueryRefused`, naming the rule)."
     if not isinstance(req, dict) or req.get("type") != "Request":
         raise ValueError(f"`req` is not a pfwcp Request: {req!r:.80}")
     if req.get("version") != PROTOCOL_VERSION:
         raise ValueError(f"`req` speaks protocol version {req.get('version')!r}, this agent speaks {PROTOCOL_VERSION}: "
                          "install the same pfwcp_nb release on the server and every agent.")
-    ask = req.get("ask")
+    if set(req) != {"type", "version", "ask", *REQUESTS.get(req.get("ask"), ())}:
+        raise QueryRefused(f"request fields {sorted(req)}: a {req.get('ask')!r} request has exactly "
+                           f"{sorted({'type', 'version', 'ask', *REQUESTS.get(req.get('ask'), ())})}.")
+    policy.admit(req)                                    # refuses before anything is computed
+    ask = req["ask"]
     if ask == "summary":
         return agent.summary().to_dict()
     if ask == "message":
         return agent.message(req["beta"], np.asarray(req["test_weights"], dtype=float)).to_dict()
-    if ask == "oneshot":
-        return agent.oneshot_message(req["beta_breve"]).to_dict()
-    raise ValueError(f"`req['ask']` must be one of {sorted(REQUESTS)}, got {ask!r}.")
+    return agent.oneshot_message(req["beta_breve"]).to_dict()
 
 def agent_client_app(load_agent, # context -> this SuperNode's AgentCalibration
+                     load_policy, # context -> this SuperNode's QueryPolicy (the same object, or one on a state file)
                      mods: list | None = None, # Flower client mods (e.g. to record outgoing messages)
                     ) -> ClientApp:
-    "A ClientApp for one agent: answers pfwcp queries; its index is `node_config['partition-id']`."
+    "A ClientApp for one agent: answers pfwcp queries its policy admits; its index is `node_config['partition-id']`."
     app = ClientApp(mods=mods)
 
     @app.query()
     def query(msg: Message, context: Context) -> Message:
-        reply = agent_reply(load_agent(context), unpack(msg.content)[0])
+        req = unpack(msg.content, "the server")[0]
+        reply = agent_reply(load_agent(context), req, load_policy(context))
         return Message(pack(reply, agent=int(context.node_config["partition-id"])), reply_to=msg)
     return app
 
 # %% ../nbs/10_flower.ipynb #39739520
 METHODS = ("pfwcp", "ospfwcp")
 
+def _who(k, node) -> str:
+    return f"agent {k} (node {node})"
+
 def ask_agents(grid: Grid, requests: dict, # {node id: request dict}
-               timeout: float | None = None) -> dict: # {agent index: (node id, reply dict)}
-    "Send one request per SuperNode and collect the replies, keyed by the agents' indices."
+               agents: dict, # {node id: agent index}: the binding, fixed before the round (not by the replies)
+               timeout: float | None = None) -> dict: # {agent index: reply dict}
+    "Send one request per SuperNode; each reply is filed under the agent its (authenticated) node is bound to."
     msgs = [Message(pack(r), dst_node_id=n, message_type=MessageType.QUERY) for n, r in requests.items()]
     out = {}
     for rep in grid.send_and_receive(msgs, timeout=timeout):
+        node = rep.metadata.src_node_id
+        if node not in requests:
+            raise ValueError(f"a reply from node {node}, which was not asked (asked: {sorted(requests)}).")
+        k = agents[node]
+        if k in out:
+            raise ValueError(f"{_who(k, node)} answered twice.")
         if rep.has_error():
-            raise RuntimeError(f"SuperNode {rep.metadata.src_node_id} failed: {rep.error.reason}")
-        d, k = unpack(rep.content)
-        out[k] = (rep.metadata.src_node_id, d)
-    if len(out) != len(msgs):
-        raise RuntimeError(f"{len(msgs) - len(out)} of {len(msgs)} SuperNodes did not answer (or two share an index).")
+            raise RuntimeError(f"{_who(k, node)} refused or failed: {rep.error.reason}")
+        d, claimed = unpack(rep.content, _who(k, node))
+        if claimed != k:
+            raise ValueError(f"{_who(k, node)}: field `agent`={claimed!r}, but the operator's configuration binds "
+                             f"node {node} to agent {k}.")
+        out[k] = d
+    missing = [_who(agents[n], n) for n in requests if agents[n] not in out]
+    if missing:
+        raise RuntimeError(f"{', '.join(missing)} did not answer" + (f" within {timeout} s." if timeout else "."))
     return out
+
+# %% ../nbs/10_flower.ipynb #37f51b4d
+def _decode(cls, d, who):
+    try:
+        return cls.from_dict(d)
+    except ValueError as e:
+        raise ValueError(f"{who}: {e}") from None
+
+def check_summary(d: dict, # the reply's JSON object
+                  who: str, # "agent k (node n)", named in every refusal
+                  test_agent: bool = False, # agent 0: weights 1, so n_eff = n and the weight total = n
+                 ) -> AgentSummary:
+    "An agent's summary, refused (ValueError naming agent and field) unless 1 <= n_eff <= n and the weight total > 0."
+    s = _decode(AgentSummary, d, who)
+    if s.n < 1:
+        raise ValueError(f"{who}: field `n`={s.n}: an agent has at least one calibration point.")
+    if not (np.isfinite(s.n_eff) and 1.0 - 1e-9 <= s.n_eff <= s.n * (1 + 1e-12)):
+        raise ValueError(f"{who}: field `n_eff`={s.n_eff!r} outside [1, n={s.n}] (Kish's n_eff of n weights).")
+    if not (np.isfinite(s.weight_total) and s.weight_total > 0):
+        raise ValueError(f"{who}: field `weight_total`={s.weight_total!r} must be finite and > 0.")
+    if test_agent and not (abs(s.n_eff - s.n) <= 1e-12 * s.n and abs(s.weight_total - s.n) <= 1e-12 * s.n):
+        raise ValueError(f"{who}: the test agent's weights are 1, so fields `n_eff` and `weight_total` equal n={s.n}; "
+                         f"got {s.n_eff!r} and {s.weight_total!r}.")
+    return s
+
+def check_message(d: dict, who: str,
+                  beta: float, # the level asked
+                  test_weights, # the test weights sent to this agent (m,)
+                 ) -> AgentMessage:
+    "Local quantiles at the level asked, one per test weight, finite or +inf, non-decreasing in the test weight."
+    msg = _decode(AgentMessage, d, who)
+    tw, q = np.asarray(test_weights, dtype=float), msg.quantiles
+    if msg.beta != beta:
+        raise ValueError(f"{who}: field `beta`={msg.beta!r}, but the server asked for beta={beta!r}.")
+    if q.size != tw.size:
+        raise ValueError(f"{who}: field `quantiles` has {q.size} values for {tw.size} test weights.")
+    if np.any(q == -np.inf):
+        raise ValueError(f"{who}: field `quantiles` holds -inf; a local quantile is a score or +inf.")
+    if np.any(np.isinf(q) & (tw == 0)):
+        raise ValueError(f"{who}: field `quantiles` is +inf at a zero test weight, where the quantile is a score.")
+    o = np.argsort(tw, kind="stable")
+    if np.any(np.diff(q[o]) < 0):
+        raise ValueError(f"{who}: field `quantiles` decreases as the test weight grows; a weighted quantile with a "
+                         "mass at +inf cannot.")
+    return msg
+
+def check_oneshot(d: dict, who: str,
+                  summary: AgentSummary, # the same agent's summary (round 1)
+                  beta_breve: float, # the level asked
+                 ) -> OneShotMessage:
+    "A one-shot message consistent with the agent's summary: same n_eff and weight total, 0 <= mass above <= beta_breve total."
+    msg = _decode(OneShotMessage, d, who)
+    if msg.beta_breve != beta_breve:
+        raise ValueError(f"{who}: field `beta_breve`={msg.beta_breve!r}, but the server asked for {beta_breve!r}.")
+    if msg.n_eff != summary.n_eff:
+        raise ValueError(f"{who}: field `n_eff`={msg.n_eff!r} differs from its summary's {summary.n_eff!r}.")
+    if msg.weight_total != summary.weight_total:
+        raise ValueError(f"{who}: field `weight_total`={msg.weight_total!r} differs from its summary's "
+                         f"{summary.weight_total!r}.")
+    if not np.isfinite(msg.quantile):
+        raise ValueError(f"{who}: field `quantile`={msg.quantile!r}; the one-shot quantile (no mass at +inf) is a score.")
+    if not (0.0 <= msg.weight_above <= beta_breve * msg.weight_total * (1 + 1e-9)):
+        raise ValueError(f"{who}: field `weight_above`={msg.weight_above!r} outside [0, beta_breve * weight_total = "
+                         f"{beta_breve * msg.weight_total!r}] (the mass above a level 1-beta_breve quantile).")
+    return msg
+
+# %% ../nbs/10_flower.ipynb #619c6395
+def _wait_for(grid: Grid, want, # node ids to wait for, or an int K (any K nodes)
+              timeout: float) -> list:
+    t0 = time.monotonic()
+    while True:
+        have = list(grid.get_node_ids())
+        if (len(have) >= want) if isinstance(want, int) else set(want) <= set(have):
+            return have
+        if time.monotonic() - t0 > timeout:
+            what = (f"{len(have)} of K={want} SuperNodes" if isinstance(want, int) else
+                    f"nodes {sorted(set(want) - set(have))} of the configured agents were not")
+            raise TimeoutError(f"{what} connected after {timeout} s: start one SuperNode per agent.")
+        time.sleep(0.05)
 
 def collect_summaries(grid: Grid, K: int, # number of agents (SuperNodes) to wait for
                       timeout: float = 120.0, # seconds to wait for K SuperNodes
+                      nodes: list | None = None, # node id of agent 0..K-1 (operator's configuration); None: simulation
                      ) -> tuple[list, list]: # (node id per agent, AgentSummary per agent)
-    "Round 1: wait for K SuperNodes, ask each for its summary, order them by agent index 0..K-1."
-    t0 = time.monotonic()
-    while len(nodes := list(grid.get_node_ids())) < K:
-        if time.monotonic() - t0 > timeout:
-            raise TimeoutError(f"{len(nodes)} of K={K} SuperNodes connected after {timeout} s: start one per agent.")
-        time.sleep(0.05)
-    rep = ask_agents(grid, {n: request("summary") for n in nodes})
-    if sorted(rep) != list(range(K)):
-        raise ValueError(f"the SuperNodes report agent indices {sorted(rep)}; give them node_config partition-id 0..{K-1}.")
-    return [rep[k][0] for k in range(K)], [AgentSummary.from_dict(rep[k][1]) for k in range(K)]
+    "Round 1: wait for the agents' SuperNodes, ask each for its summary, check it; agents in order 0..K-1."
+    if nodes is not None:              # deployment: the binding node id <-> agent index comes from the operator
+        nodes = [int(n) for n in nodes]
+        if len(nodes) != K or len(set(nodes)) != K:
+            raise ValueError(f"`nodes` must list K={K} distinct node ids (agent 0..K-1), got {nodes}.")
+        _wait_for(grid, nodes, timeout)
+        bind = {n: k for k, n in enumerate(nodes)}
+        rep = ask_agents(grid, {n: request("summary") for n in nodes}, bind)
+    else:                              # simulation only: Flower's engine gives node k its partition-id, trusted once
+        have = _wait_for(grid, K, timeout)
+        msgs = [Message(pack(request("summary")), dst_node_id=n, message_type=MessageType.QUERY) for n in have]
+        claims = {}
+        for r in grid.send_and_receive(msgs):
+            node = r.metadata.src_node_id
+            if r.has_error():
+                raise RuntimeError(f"node {node} refused or failed: {r.error.reason}")
+            d, k = unpack(r.content, f"node {node}")
+            claims.setdefault(k, []).append((node, d))
+        if sorted(claims) != list(range(K)) or any(len(v) != 1 for v in claims.values()):
+            raise ValueError(f"the SuperNodes claim agent indices {sorted((k, [n for n, _ in v]) for k, v in claims.items())}; "
+                             f"give them node_config partition-id 0..{K-1}, once each.")
+        nodes, rep = [claims[k][0][0] for k in range(K)], {k: claims[k][0][1] for k in range(K)}
+    return nodes, [check_summary(rep[k], _who(k, nodes[k]), test_agent=(k == 0)) for k in range(K)]
 
-def thresholds_over_flower(grid: Grid, nodes: list, summaries: list, # from `collect_summaries`
-                           test_weights, # (m, K) omega^k(X_j), column 0 the test agent's (ones)
-                           alpha: float = 0.1, delta: float | None = None, *,
-                           method: str = "pfwcp", # "pfwcp" or "ospfwcp"
-                           **kw, # more estimator options (engine, grid, agg_weights, ...)
-                          ) -> np.ndarray: # thresholds (m,)
-    "Calibrate from the summaries, ask the agents for the messages of `method`, return the thresholds."
+def make_estimator(method: str = "pfwcp", # "pfwcp" or "ospfwcp"
+                   alpha: float = 0.1, delta: float | None = None,
+                   **kw, # the estimator's options (PFWCP: engine, grid, select, ...; OneShotPFWCP: n_steps, ...)
+                  ):
+    "The server's estimator for one run; every option checked (ValueError naming it) before any traffic."
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
-    K = len(nodes)
+    Est = PFWCP if method == "pfwcp" else OneShotPFWCP
+    known = set(inspect.signature(Est.__init__).parameters) - {"self", "alpha", "delta"}
+    if set(kw) - known:
+        raise ValueError(f"option(s) {sorted(set(kw) - known)} are not options of {Est.__name__} (method={method!r}); "
+                         f"its options are {sorted(known)}.")
+    return Est(alpha, delta, **kw)
+
+def thresholds_over_flower(flower_grid: Grid, nodes: list, summaries: list, # from `collect_summaries`
+                           test_weights, # (m, K) omega^k(X_j), column 0 the test agent's (ones)
+                           /,
+                           alpha: float = 0.1, delta: float | None = None, *,
+                           method: str = "pfwcp", # "pfwcp" or "ospfwcp"
+                           **kw, # estimator options (engine, grid=(betas, taus), select, agg_weights, ...)
+                          ) -> np.ndarray: # thresholds (m,)
+    "Calibrate from the summaries, ask the agents for the messages of `method`, check each, return the thresholds."
+    model = make_estimator(method, alpha, delta, **kw)
+    K, bind = len(nodes), {n: k for k, n in enumerate(nodes)}
     tw = _as_test_weights(test_weights, K)
-    if method == "pfwcp":
-        model = PFWCP(alpha, delta, **kw).calibrate(summaries)
-        rep = ask_agents(grid, {nodes[k]: request("message", beta=model.beta_, test_weights=tw[:, k]) for k in range(K)})
-        return model.combine([AgentMessage.from_dict(rep[k][1]) for k in range(K)])
-    model = OneShotPFWCP(alpha, delta, **kw)
+    if method == "pfwcp":                 # per grid level used (one for select="paper"), one message per agent
+        betas, taus = model.calibrate(summaries).cells(tw)
+        out = np.empty(tw.shape[0])
+        for b in np.unique(betas):
+            at = np.flatnonzero(betas == b)
+            rep = ask_agents(flower_grid, {nodes[k]: request("message", beta=b, test_weights=tw[at, k])
+                                           for k in range(K)}, bind)
+            msgs = [check_message(rep[k], _who(k, nodes[k]), float(b), tw[at, k]) for k in range(K)]
+            for t in np.unique(taus[at]):
+                sub = taus[at] == t
+                out[at[sub]] = aggregate([AgentMessage(m.quantiles[sub], m.beta) for m in msgs], model.agg_weights_, t)
+        return out
     level = model.plan(summaries)
-    rep = ask_agents(grid, {nodes[k]: request("oneshot", beta_breve=level) for k in range(K)})
-    model.calibrate([OneShotMessage.from_dict(rep[k][1]) for k in range(K)])
+    rep = ask_agents(flower_grid, {nodes[k]: request("oneshot", beta_breve=level) for k in range(K)}, bind)
+    model.calibrate([check_oneshot(rep[k], _who(k, nodes[k]), summaries[k], level) for k in range(K)])
     return model.threshold(tw)
 
 # %% ../nbs/10_flower.ipynb #4eac5d4e
+def agreed_policies(summaries: list, # AgentSummary per agent (agent 0 = test agent)
+                    test_weights, # (m, K) the test weights of the runs
+                    runs: list, # dicts of `make_estimator` arguments, one per run
+                   ) -> list: # one QueryPolicy per agent
+    "The query policies that admit exactly what `runs` need: their grid levels, m test weights per PFWCP run, one one-shot message per osPFWCP run."
+    K, m = len(summaries), _as_test_weights(test_weights, len(summaries)).shape[0]
+    levels, n_pf = [], 0
+    for r in runs:
+        model = make_estimator(**r)
+        if isinstance(model, PFWCP):       # calibrating on the summaries checks every option (grid, weights, ...)
+            levels.append(model.calibrate(summaries).choice_.grid[0]); n_pf += 1
+        else:
+            model.plan(summaries)
+    n_os = len(runs) - n_pf
+    lv = np.concatenate(levels) if levels else np.array([0.5])   # no PFWCP run: no level is ever admitted
+    return [QueryPolicy(levels=lv, test_agent=(k == 0), max_test_weights=max(m * n_pf, 1),
+                        max_oneshot=max(n_os, 1), lock_level=False) for k in range(K)]
+
 def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test agent
                   weights, # one (n_k,) weight array per agent, an entry None -> ones; None: ones for every agent
                   test_weights, # (m, K) omega^k(X_j)
@@ -151,7 +331,7 @@ def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test age
                   client_mods: list | None = None, # Flower client mods for every SuperNode
                   timings: dict | None = None, # if given, filled with wall times (s): summaries, runs, total
                  ) -> list: # thresholds (m,) per run
-    "Several protocol runs over one Flower simulation (one SuperNode per agent)."
+    "Several protocol runs over one Flower simulation (one SuperNode per agent); every option checked before Flower starts."
     weights = [None] * len(scores) if weights is None else weights
     if len(scores) != len(weights):
         raise ValueError(f"`scores` ({len(scores)} agents) and `weights` ({len(weights)}) must have one entry per agent.")
@@ -159,9 +339,10 @@ def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test age
     K = len(agents)
     tw = _as_test_weights(test_weights, K)
     runs = [dict(r) for r in runs]
-    for r in runs:
-        if r.get("method", "pfwcp") not in METHODS:
-            raise ValueError(f"`runs`: method must be one of {METHODS}, got {r.get('method')!r}.")
+    actors = check_pos_int(actors, "actors")
+    with warnings.catch_warnings():                      # checking, not computing: Procedure 1's warnings come later
+        warnings.simplefilter("ignore")
+        policies = agreed_policies([a.summary() for a in agents], tw, runs)   # validates every run's options
     times, out, t0 = {} if timings is None else timings, {}, time.perf_counter()
     server = ServerApp()
 
@@ -175,8 +356,8 @@ def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test age
             out["q"].append(thresholds_over_flower(grid, nodes, summ, tw, **r))
             times["runs"].append(time.perf_counter() - t1)
 
-    client = agent_client_app(lambda ctx: agents[int(ctx.node_config["partition-id"])], mods=client_mods)
-    actors = check_pos_int(actors, "actors")
+    part = lambda ctx: int(ctx.node_config["partition-id"])
+    client = agent_client_app(lambda ctx: agents[part(ctx)], lambda ctx: policies[part(ctx)], mods=client_mods)
     run_simulation(server, client, num_supernodes=K,      # Ray sees `actors` CPUs, each actor takes one
                    backend_config={"client_resources": {"num_cpus": 1}, "init_args": {"num_cpus": actors}})
     times["total"] = time.perf_counter() - t0
@@ -190,7 +371,7 @@ def simulate(scores, # one (n_k,) score array per agent, agent 0 = test agent
              alpha: float = 0.1, delta: float | None = None, *,
              method: str = "pfwcp", # "pfwcp" or "ospfwcp"
              actors: int = 1, timings: dict | None = None,
-             **kw, # estimator options (engine, grid, agg_weights, n_steps, on_infeasible, seed, ...)
+             **kw, # estimator options (engine, grid, select, agg_weights, n_steps, on_infeasible, seed, ...)
             ) -> np.ndarray: # thresholds (m,)
     "PFWCP or osPFWCP over Flower's simulation engine, one SuperNode per agent; equals the in-process estimator."
     return simulate_many(scores, weights, test_weights, [dict(alpha=alpha, delta=delta, method=method, **kw)],
@@ -203,7 +384,18 @@ RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
     "node-timeout": (120.0, "seconds the server waits for all K SuperNodes to connect"),
     "test-weights": (None, "path (.npy, on the server's machine) of the (m, K) test weights ω̂^k(X_j); column 0 ones"),
     "out": (None, "path of the .npz the server writes: pfwcp-mc, pfwcp-ccc, ospfwcp-mc, ospfwcp-ccc"),
+    "agent-nodes": (None, "node ids of agents 0..K-1, space-separated (`flwr supernode register --format json` prints "
+                          "each): the server talks to these nodes only, node i is agent i whatever its replies say"),
 }
+
+def agent_nodes(value, # run_config['agent-nodes']: a string of space-separated node ids
+               ) -> list: # [node id of agent 0, ..., of agent K-1]
+    "The operator's binding of agents to authenticated SuperNodes; ValueError naming the key."
+    parts = str(value).split()
+    if not parts or not all(p.isdigit() for p in parts) or len(set(parts)) != len(parts):
+        raise ValueError(f"run_config `agent-nodes` must be distinct node ids separated by spaces (agent 0 first), "
+                         f"got {value!r}.")
+    return [int(p) for p in parts]
 
 def run_config_values(run_config, # a Flower run_config (or any mapping)
                      ) -> dict: # every key of RUN_CONFIG, defaults filled in
@@ -244,24 +436,56 @@ def write_app_project(folder, # the app project's folder (created if needed)
     return p
 
 # %% ../nbs/10_flower.ipynb #c9f1a002
+NODE_CONFIG = {   # node_config key of an agent's SuperNode: (default, meaning); default None = required
+    "partition-id": (None, "this agent's index k (0 = the test agent, whose query policy admits test weights 1 only)"),
+    "data-path": (None, "the .npz (arrays `scores`, `weights`) on this agent's machine; it never leaves it"),
+    "policy-alpha": (0.1, "α agreed with the server: the policy admits the levels β of paper_grid(α)"),
+    "policy-max-test-weights": (1000, "test weights this agent answers in all (PFWCP), across runs"),
+    "policy-max-oneshot": (2, "one-shot messages this agent answers in all (osPFWCP), across runs"),
+    "policy-lock-level": (False, "answer only the level of the first PFWCP answer (β* once calibrated)"),
+    "policy-state": ("", "JSON file of the answered counts (default: data-path + '.queries.json'); delete it to reset"),
+}
+
+def node_config_values(node_config) -> dict:
+    "An agent SuperNode's settings (NODE_CONFIG), defaults filled in; ValueError naming a missing or unknown key."
+    c = dict(node_config)
+    missing = [k for k, (d, _) in NODE_CONFIG.items() if d is None and k not in c]
+    unknown = sorted(set(c) - set(NODE_CONFIG))
+    if missing or unknown:
+        raise ValueError(f"node_config: missing required key(s) {missing}, unknown key(s) {unknown}; the keys are "
+                         f"{list(NODE_CONFIG)} (flower-supernode --node-config 'key=value ...').")
+    return {k: c.get(k, d) for k, (d, _) in NODE_CONFIG.items()}
+
 def load_node_agent(context: Context) -> AgentCalibration:
     "A deployed SuperNode's agent: scores and weights from the `.npz` at `node_config['data-path']`."
-    path = Path(str(context.node_config["data-path"]))
+    path = Path(str(node_config_values(context.node_config)["data-path"]))
     if not path.is_file():
         raise FileNotFoundError(f"node_config data-path {path} does not exist: start the SuperNode with "
                                 "--node-config 'partition-id=K data-path=\"/path/agent_K.npz\"'.")
     with np.load(path) as z:
         return AgentCalibration(z["scores"], z["weights"])
 
-client_app = agent_client_app(load_node_agent)
+def load_node_policy(context: Context) -> QueryPolicy:
+    "A deployed SuperNode's query policy, from its node_config; its counts live in a file (each query is a new process)."
+    c = node_config_values(context.node_config)
+    state = str(c["policy-state"]) or str(c["data-path"]) + ".queries.json"
+    return QueryPolicy(float(c["policy-alpha"]), test_agent=int(c["partition-id"]) == 0,
+                       max_test_weights=int(c["policy-max-test-weights"]), max_oneshot=int(c["policy-max-oneshot"]),
+                       lock_level=str(c["policy-lock-level"]).lower() in ("true", "1"), state=state)
+
+client_app = agent_client_app(load_node_agent, load_node_policy)
 server_app = ServerApp()
 
 @server_app.main()
 def deployed_main(grid: Grid, context: Context) -> None:
     "All four runs (PFWCP, osPFWCP; MC, CCC) on the deployed federation; thresholds to run_config['out'] (.npz)."
     c = run_config_values(context.run_config)
+    nodes = agent_nodes(c["agent-nodes"])
     tw = np.load(str(c["test-weights"]))
-    nodes, summ = collect_summaries(grid, tw.shape[1], timeout=float(c["node-timeout"]))
+    if tw.ndim != 2 or tw.shape[1] != len(nodes):
+        raise ValueError(f"run_config test-weights has shape {tw.shape}; `agent-nodes` names K={len(nodes)} agents, "
+                         f"so it must be (m, {len(nodes)}).")
+    nodes, summ = collect_summaries(grid, len(nodes), timeout=float(c["node-timeout"]), nodes=nodes)
     out = {f"{me}-{cr}": thresholds_over_flower(grid, nodes, summ, tw, float(c["alpha"]), de, method=me)
            for me in METHODS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
     np.savez(str(c["out"]), **out)

@@ -1,5 +1,6 @@
 "PFWCP / osPFWCP over Flower (`pfwcp_nb.flower`): exact equality with the in-process estimators, what leaves a client, bad input, the optional extra, the localhost deployment (slow)."
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from flwr.supercore.task_identity import TaskIdentity
 import pfwcp_nb.flower as fl
 from pfwcp_nb.flower import (METHODS, agent_client_app, agent_reply, collect_summaries, pack, request,
                              simulate_many, thresholds_over_flower, unpack)
+from pfwcp_nb.query_policy import QueryPolicy
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage
 
@@ -112,8 +114,8 @@ def task_identity():
 
 class InProcessGrid:
     "A Grid stand-in that delivers each message to the ClientApp of its node, in this process."
-    def __init__(self, app, index_of_node):
-        self.app, self.index_of_node = app, index_of_node
+    def __init__(self, app, index_of_node, tamper=None):
+        self.app, self.index_of_node, self.tamper = app, index_of_node, tamper
 
     def get_node_ids(self):
         return list(self.index_of_node)
@@ -124,8 +126,21 @@ class InProcessGrid:
             node = msg.metadata.dst_node_id
             ctx = Context(run_id=1, node_id=node, node_config={"partition-id": self.index_of_node[node]},
                           state=RecordDict(), run_config={})
-            out.append(self.app(msg, ctx))
+            rep = self.app(msg, ctx)
+            out.append(rep if self.tamper is None else self.tamper(node, rep))
         return out
+
+
+def policies_for(K, **kw):
+    "Default query policies (the paper's grid at alpha 0.1), one per agent, agent 0 the test agent."
+    return [QueryPolicy(test_agent=(k == 0), **kw) for k in range(K)]
+
+
+def client_for(agents, policies=None):
+    "The real ClientApp over in-memory agents and their policies (node_config partition-id = index)."
+    policies = policies_for(len(agents)) if policies is None else policies
+    part = lambda ctx: int(ctx.node_config["partition-id"])
+    return agent_client_app(lambda ctx: agents[part(ctx)], lambda ctx: policies[part(ctx)])
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -136,8 +151,7 @@ def test_server_logic_with_the_real_client_app(task_identity, seed):
     scores, weights, tw = federation(seed, K, int(rng.integers(5, 60)), 17)
     agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
     node_ids = rng.permutation(1000)[:K] + 1
-    grid = InProcessGrid(agent_client_app(lambda ctx: agents[int(ctx.node_config["partition-id"])]),
-                         {int(nid): k for k, nid in enumerate(node_ids)})
+    grid = InProcessGrid(client_for(agents), {int(nid): k for k, nid in enumerate(node_ids)})
     nodes, summ = collect_summaries(grid, K)
     assert nodes == [int(x) for x in node_ids]
     for me in METHODS:
@@ -150,8 +164,8 @@ def test_server_logic_with_the_real_client_app(task_identity, seed):
 
 def test_server_refuses_bad_agent_indices(task_identity):
     agents = [AgentCalibration(np.arange(5.0)) for _ in range(3)]
-    app = agent_client_app(lambda ctx: agents[int(ctx.node_config["partition-id"]) % 3])
-    with pytest.raises(ValueError, match="partition-id 0..2"):
+    app = client_for(agents * 2)
+    with pytest.raises(ValueError, match="partition-id 0..2, once each"):
         collect_summaries(InProcessGrid(app, {1: 0, 2: 1, 3: 5}), 3)
     with pytest.raises(TimeoutError, match="2 of K=3"):
         collect_summaries(InProcessGrid(app, {1: 0, 2: 1}), 3, timeout=0.2)
@@ -162,10 +176,11 @@ def test_server_refuses_bad_agent_indices(task_identity):
 def test_agent_reply_is_the_agent_message():
     rng = np.random.default_rng(3)
     a = AgentCalibration(rng.normal(size=30), rng.lognormal(size=30))
-    assert agent_reply(a, request("summary")) == a.summary().to_dict()
-    got = agent_reply(a, request("message", beta=0.15, test_weights=[0.0, 2.0, 1e8]))
+    pol = QueryPolicy(levels=[0.15])
+    assert agent_reply(a, request("summary"), pol) == a.summary().to_dict()
+    got = agent_reply(a, request("message", beta=0.15, test_weights=[0.0, 2.0, 1e8]), pol)
     assert got == a.message(0.15, [0.0, 2.0, 1e8]).to_dict() and got["quantiles"][-1] == "inf"
-    assert agent_reply(a, request("oneshot", beta_breve=0.3)) == a.oneshot_message(0.3).to_dict()
+    assert agent_reply(a, request("oneshot", beta_breve=0.3), pol) == a.oneshot_message(0.3).to_dict()
     d, agent = unpack(pack(got, agent=4))
     assert (d, agent) == (got, 4)
 
@@ -173,12 +188,12 @@ def test_agent_reply_is_the_agent_message():
 @pytest.mark.parametrize("req, match", [
     ({"type": "Request", "version": 99, "ask": "summary"}, "version 99"),
     ({"type": "AgentSummary", "version": 1}, "not a pfwcp Request"),
-    ({"type": "Request", "version": 1, "ask": "scores"}, "must be one of"),
+    ({"type": "Request", "version": 1, "ask": "scores"}, "is not a pfwcp request"),
     ("summary", "not a pfwcp Request"),
 ])
 def test_agent_reply_bad_requests(req, match):
     with pytest.raises(ValueError, match=match):
-        agent_reply(AgentCalibration([1.0, 2.0]), req)
+        agent_reply(AgentCalibration([1.0, 2.0]), req, QueryPolicy())
 
 
 def test_request_and_unpack_bad_input():
@@ -267,15 +282,14 @@ def _deployment(tmp_path, seed=6, K=3, m=7):
     scores, weights, tw = federation(seed, K, 30, m)
     np.save(tmp_path / "tw.npy", tw)
     agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
-    grid = InProcessGrid(agent_client_app(lambda ctx: agents[int(ctx.node_config["partition-id"])]),
-                         {7 + k: k for k in range(K)})
+    grid = InProcessGrid(client_for(agents), {7 + k: k for k in range(K)})
     return scores, weights, tw, grid
 
 
 def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path):
     "A hand-written app config with test-weights and out only: alpha, delta, node-timeout take their defaults."
     scores, weights, tw, grid = _deployment(tmp_path)
-    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz")}
+    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fl.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
@@ -287,8 +301,8 @@ def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path
 
 
 @pytest.mark.parametrize("rc, match", [
-    ({"test-weights": "tw.npy"}, r"missing required key\(s\) \['out'\]"),
-    ({"test-weights": "tw.npy", "out": "q.npz", "node_timeout": 5.0}, "unknown key.*node_timeout"),
+    ({"test-weights": "tw.npy", "agent-nodes": "1 2"}, r"missing required key\(s\) \['out'\]"),
+    ({"test-weights": "tw.npy", "out": "q.npz", "agent-nodes": "1", "node_timeout": 5.0}, "unknown key.*node_timeout"),
 ])
 def test_run_config_bad_keys_are_named(rc, match):
     with pytest.raises(ValueError, match=match):
@@ -298,13 +312,14 @@ def test_run_config_bad_keys_are_named(rc, match):
 
 
 def test_every_run_config_key_has_a_default_or_is_required_and_documented():
-    assert set(fl.RUN_CONFIG) == {"alpha", "delta", "node-timeout", "test-weights", "out"}
+    assert set(fl.RUN_CONFIG) == {"alpha", "delta", "node-timeout", "test-weights", "out", "agent-nodes"}
     assert all(isinstance(what, str) and what for _, what in fl.RUN_CONFIG.values())
-    assert fl.run_config_values({"test-weights": "a", "out": "b"})["node-timeout"] == 120.0
+    assert fl.run_config_values({"test-weights": "a", "out": "b", "agent-nodes": "3"})["node-timeout"] == 120.0
 
 
 def test_written_app_project_is_the_one_flwr_run_reads(tmp_path):
-    rc = {"test-weights": str(tmp_path / 'we"ird path' / "tw.npy"), "out": "q.npz", "node-timeout": 300}
+    rc = {"test-weights": str(tmp_path / 'we"ird path' / "tw.npy"), "out": "q.npz", "node-timeout": 300,
+          "agent-nodes": "5 6"}
     p = fl.write_app_project(tmp_path / "app", rc)
     app = tomli.loads(p.read_text())
     assert app["tool"]["flwr"]["app"]["components"] == {"serverapp": "pfwcp_nb.flower:server_app",
@@ -313,3 +328,165 @@ def test_written_app_project_is_the_one_flwr_run_reads(tmp_path):
     # the deployment script writes its project with this function, not with a copy of the TOML
     script = (ROOT / "scripts/flower_deploy.sh").read_text()
     assert "write_app_project" in script and "[tool.flwr.app" not in script
+
+
+# ---------------------------------------------------------------- issue 18: the two bugs, options checked first
+@pytest.mark.parametrize("run", [
+    dict(method="pfwcp", select="finite-first"),
+    dict(method="pfwcp", delta=0.1, select="fewest-infinite"),
+    dict(method="pfwcp", delta=0.1, select="finite-first"),
+    dict(method="pfwcp", grid=(np.linspace(0.1, 0.3, 5), np.array([0.0, 0.1, 0.2]))),
+    dict(method="ospfwcp", beta_breve_rule="procedure1", grid=(np.linspace(0.1, 0.3, 5), np.array([0.0, 0.1]))),
+])
+def test_select_rules_and_grid_work_over_flower(task_identity, monkeypatch, run):
+    # simulate's server logic against the real ClientApp and the agreed policies (Flower's engine replaced, no Ray)
+    seen = _run_in_process(monkeypatch)
+    scores, weights, tw = federation(0, 4, 40, 15)
+    tw[4:, 1:] *= np.geomspace(1, 3000, 11)[:, None]        # test points spread over several cells of the grid
+    opts = {k: v for k, v in run.items() if k not in ("method", "delta")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = fl.simulate(scores, weights, tw, 0.1, run.get("delta"), method=run["method"], **opts)
+        ref = in_process(scores, weights, tw, run["method"], run.get("delta"), **opts)
+    assert seen["K"] == 4
+    np.testing.assert_array_equal(got, ref)
+    if run.get("select") == "finite-first":                  # several grid levels: several message rounds
+        agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+        assert np.unique(PFWCP(0.1, run.get("delta"), select="finite-first").calibrate(agents).cells(tw)[0]).size > 1
+
+
+@pytest.mark.parametrize("run, match", [
+    (dict(method="pfwcp", select="first"), "`select` must be one of"),
+    (dict(method="ospfwcp", select="finite-first"), r"option\(s\) \['select'\] are not options of OneShotPFWCP"),
+    (dict(method="pfwcp", grid=([0.1, 2.0], [0.0])), "`grid`: betas must lie in"),
+    (dict(method="pfwcp", engine="fast"), "engine"),
+    (dict(method="pfwcp", gird=([0.1], [0.0])), r"option\(s\) \['gird'\]"),
+    (dict(method="ospfwcp", on_infeasible="skip"), "on_infeasible"),
+])
+def test_every_option_is_checked_before_flower_starts(monkeypatch, run, match):
+    def no_flower(*a, **k):
+        raise AssertionError("Flower was started before the options were checked")
+    monkeypatch.setattr(fl, "run_simulation", no_flower)
+    with pytest.raises(ValueError, match=match):
+        simulate_many(**{**GOOD, "runs": [run]})
+
+
+# ---------------------------------------------------------------- issue 18: the server checks every message
+def _tamper_json(node_hit, change):
+    "A malicious client: node `node_hit` rewrites the JSON of its replies with `change(dict or text)`."
+    def tamper(node, rep):
+        if node != node_hit:
+            return rep
+        rec = rep.content.config_records["pfwcp"]
+        text = rec["json"]
+        new = change(json.loads(text))
+        rec["json"] = new if isinstance(new, str) else json.dumps(new)
+        return rep
+    return tamper
+
+
+def _only(ask, f):
+    "Apply f to replies of one message type only."
+    return lambda d: f(d) if d.get("type") == ask else d
+
+
+BAD_REPLIES = [   # (which agent lies, the change to its reply's JSON, a method, the field the refusal must name)
+    (1, _only("AgentSummary", lambda d: {**d, "n_eff": 1e12}), "pfwcp", "`n_eff`=1000000000000.0 outside [1, n=30]"),
+    (1, _only("AgentSummary", lambda d: {**d, "n_eff": 0.5}), "ospfwcp", "`n_eff`=0.5 outside [1, n=30]"),
+    (2, _only("AgentSummary", lambda d: {**d, "weight_total": -3.0}), "pfwcp", "`weight_total`=-3.0"),
+    (0, _only("AgentSummary", lambda d: {**d, "n_eff": 20.0}), "pfwcp", "the test agent's weights are 1"),
+    (2, _only("AgentSummary", lambda d: {**d, "n": True}), "pfwcp", "`n` must be an integer"),
+    (1, _only("AgentSummary", lambda d: json.dumps(d).replace('"n_eff": ', '"n_eff": NaN, "x": ')), "pfwcp",
+     "field `json` holds the literal NaN"),
+    (1, _only("AgentMessage", lambda d: json.dumps(d).replace('"quantiles": [', '"quantiles": [Infinity, ', 1)), "pfwcp",
+     "field `json` holds the literal Infinity"),
+    (2, _only("AgentSummary", lambda d: json.dumps(d)[:-3]), "ospfwcp", "field `json` is not valid JSON"),
+    (1, _only("AgentMessage", lambda d: {**d, "quantiles": ["-inf"] + d["quantiles"][1:]}), "pfwcp",
+     "field `quantiles` holds -inf"),
+    (1, _only("AgentMessage", lambda d: {**d, "quantiles": d["quantiles"][:-1]}), "pfwcp", "field `quantiles` has 6 values"),
+    (2, _only("AgentMessage", lambda d: {**d, "beta": 0.2}), "pfwcp", "field `beta`=0.2, but the server asked"),
+    (2, _only("AgentMessage", lambda d: {**d, "quantiles": d["quantiles"][::-1]}), "pfwcp", "field `quantiles` decreases"),
+    (1, _only("AgentMessage", lambda d: {**d, "quantiles": ["nan"] * 7}), "pfwcp", "field `quantiles` must be a number"),
+    (1, _only("OneShotMessage", lambda d: {**d, "n_eff": d["n_eff"] * 2}), "ospfwcp", "field `n_eff`"),
+    (2, _only("OneShotMessage", lambda d: {**d, "weight_total": 1.0}), "ospfwcp", "field `weight_total`=1.0 differs"),
+    (1, _only("OneShotMessage", lambda d: {**d, "weight_above": d["weight_total"]}), "ospfwcp", "field `weight_above`"),
+    (1, _only("OneShotMessage", lambda d: {**d, "quantile": "inf"}), "ospfwcp", "field `quantile`=inf"),
+    (2, _only("OneShotMessage", lambda d: {**d, "beta_breve": 0.5}), "ospfwcp", "field `beta_breve`=0.5"),
+    (1, _only("OneShotMessage", lambda d: {**d, "scores": [1.0, 2.0]}), "ospfwcp", "fields"),
+]
+
+
+@pytest.mark.parametrize("liar, change, method, field", BAD_REPLIES)
+def test_server_refuses_each_bad_message_naming_agent_and_field(task_identity, tmp_path, liar, change, method, field):
+    scores, weights, tw = federation(6, 3, 30, 7)
+    agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+    nodes = [41, 42, 43]
+    grid = InProcessGrid(client_for(agents), {n: k for k, n in enumerate(nodes)}, tamper=_tamper_json(nodes[liar], change))
+    with pytest.raises(ValueError) as e, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, summ = collect_summaries(grid, 3, nodes=nodes)
+        thresholds_over_flower(grid, nodes, summ, tw, 0.1, None, method=method)
+    assert f"agent {liar} (node {nodes[liar]})" in str(e.value) and field in str(e.value), str(e.value)
+
+
+def _set_agent(node_hit, value):
+    def tamper(node, rep):
+        if node == node_hit:
+            rec = rep.content.config_records["pfwcp"]
+            if value is None:
+                del rec["agent"]
+            else:
+                rec["agent"] = value
+        return rep
+    return tamper
+
+
+@pytest.mark.parametrize("value, match", [
+    (0, "agent 2 (node 43): field `agent`=0, but the operator's configuration binds node 43 to agent 2"),
+    (None, "agent 2 (node 43): field `agent`=None"),
+    ("0", "agent 2 (node 43): field `agent` must be an integer"),
+])
+def test_agent_identity_is_bound_to_the_node_not_the_reply(task_identity, value, match):
+    # node 43 is configured as agent 2: claiming to be the test agent (or nothing) is refused
+    agents = [AgentCalibration(np.arange(1.0, 11.0)) for _ in range(3)]
+    grid = InProcessGrid(client_for(agents), {41: 0, 42: 1, 43: 2}, tamper=_set_agent(43, value))
+    with pytest.raises(ValueError, match=re.escape(match)):
+        collect_summaries(grid, 3, nodes=[41, 42, 43])
+
+
+def test_operator_binding_decides_whose_column_a_node_gets(task_identity):
+    # the nodes' partition-ids say 0, 1, 2 but the operator binds them the other way round: the server follows the
+    # operator (and refuses their claims), it never files a reply under the index the reply states
+    agents = [AgentCalibration(np.arange(1.0, 11.0)) for _ in range(3)]
+    grid = InProcessGrid(client_for(agents), {41: 0, 42: 1, 43: 2})
+    with pytest.raises(ValueError, match=re.escape("agent 0 (node 43): field `agent`=2")):
+        collect_summaries(grid, 3, nodes=[43, 42, 41])
+
+
+class TwiceGrid(InProcessGrid):
+    "Every reply delivered twice (a replay), or replies from a node that was not asked."
+    def __init__(self, app, index_of_node, mode):
+        super().__init__(app, index_of_node)
+        self.mode = mode
+
+    def send_and_receive(self, messages, timeout=None):
+        reps = super().send_and_receive(messages, timeout)
+        if self.mode == "twice":
+            return reps + reps[:1]
+        return reps[:-1]
+
+
+@pytest.mark.parametrize("mode, match", [("twice", "agent 0 (node 41) answered twice"),
+                                         ("missing", "agent 2 (node 43) did not answer")])
+def test_duplicated_and_missing_replies_are_named(task_identity, mode, match):
+    agents = [AgentCalibration(np.arange(1.0, 11.0)) for _ in range(3)]
+    grid = TwiceGrid(client_for(agents), {41: 0, 42: 1, 43: 2}, mode)
+    with pytest.raises((ValueError, RuntimeError), match=re.escape(match)):
+        collect_summaries(grid, 3, nodes=[41, 42, 43])
+
+
+def test_unpack_refuses_unknown_record_fields_naming_the_sender():
+    content = pack({"type": "AgentSummary"}, agent=1)
+    content.config_records["pfwcp"]["scores"] = "1,2,3"
+    with pytest.raises(ValueError, match=re.escape("node 5: record 'pfwcp' has fields ['agent', 'json', 'scores']")):
+        unpack(content, "node 5")
