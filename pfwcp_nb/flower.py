@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_flower.ipynb #62b311a6
 from __future__ import annotations
-import inspect, json, time, warnings
+import contextlib, datetime, inspect, ipaddress, json, time, warnings
 from pathlib import Path
 import numpy as np
 try:
@@ -13,6 +13,15 @@ try:
     from flwr.serverapp import Grid, ServerApp
     from flwr.simulation import run_simulation
     import tomli_w   # Flower's own TOML writer (a dependency of flwr)
+    import httpx, uvicorn   # Flower's own HTTP stack (the SuperLink serves its APIs with them): the Fleet-only proxy
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+    from cryptography import x509   # a dependency of flwr: certificates for the SuperLink
+    from cryptography.x509.oid import NameOID
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
 except ImportError as e:   # the one optional extra of the package
     raise ImportError('pfwcp_nb.flower needs Flower (flwr[simulation]==1.42.*): pip install "pfwcp_nb[flower]", '
                       'or pip install -e ".[flower]" from a clone of the repository') from e
@@ -23,11 +32,12 @@ from .oneshot import OneShotPFWCP
 from ._validate import check_pos_int
 
 # %% auto #0
-__all__ = ['RECORD', 'REQUESTS', 'METHODS', 'RUN_CONFIG', 'NODE_CONFIG', 'client_app', 'server_app', 'request', 'pack',
-           'strict_json', 'unpack', 'agent_reply', 'agent_client_app', 'ask_agents', 'check_summary', 'check_message',
-           'check_oneshot', 'collect_summaries', 'make_estimator', 'thresholds_over_flower', 'agreed_policies',
-           'simulate_many', 'simulate', 'agent_nodes', 'run_config_values', 'app_pyproject', 'write_app_project',
-           'node_config_values', 'load_node_agent', 'load_node_policy', 'deployed_main']
+__all__ = ['RECORD', 'REQUESTS', 'METHODS', 'RUN_CONFIG', 'NODE_CONFIG', 'client_app', 'server_app', 'FLEET_PREFIX', 'request',
+           'pack', 'strict_json', 'unpack', 'agent_reply', 'agent_client_app', 'ask_agents', 'check_summary',
+           'check_message', 'check_oneshot', 'collect_summaries', 'make_estimator', 'thresholds_over_flower',
+           'agreed_policies', 'simulate_many', 'simulate', 'agent_nodes', 'run_config_values', 'app_pyproject',
+           'write_app_project', 'node_config_values', 'load_node_agent', 'load_node_policy', 'deployed_main',
+           'fleet_proxy_app', 'serve_fleet_proxy', 'make_tls_files']
 
 # %% ../nbs/10_flower.ipynb #35ef15d3
 RECORD = "pfwcp"   # name of the one ConfigRecord in every pfwcp Flower message
@@ -489,3 +499,82 @@ def deployed_main(grid: Grid, context: Context) -> None:
     out = {f"{me}-{cr}": thresholds_over_flower(grid, nodes, summ, tw, float(c["alpha"]), de, method=me)
            for me in METHODS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
     np.savez(str(c["out"]), **out)
+
+# %% ../nbs/10_flower.ipynb #a4133842
+FLEET_PREFIX = "/v1/fleet/"   # the SuperLink's Fleet API routes (flwr 1.42); everything else is Control/runtime API
+_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host", "upgrade",
+        "proxy-authorization", "proxy-connection", "te", "trailer"}
+
+def fleet_proxy_app(upstream: str, # the SuperLink's address on its own machine, e.g. "https://127.0.0.1:9093"
+                    root_certificates: str | None = None, # CA file that signed the SuperLink's certificate
+                   ) -> Starlette:
+    "An ASGI app that forwards the Fleet API (POST /v1/fleet/...) to the SuperLink and answers 403 to everything else."
+    client = httpx.AsyncClient(base_url=upstream, verify=root_certificates or True, timeout=httpx.Timeout(120.0))
+
+    async def forward(request: Request) -> Response:
+        path = request.url.path
+        if request.method != "POST" or not path.startswith(FLEET_PREFIX) or ".." in path or "//" in path:
+            return PlainTextResponse(f"pfwcp fleet proxy: {request.method} {path} refused: only the Fleet API "
+                                     f"(POST {FLEET_PREFIX}...) is served here; the Control API is not.", status_code=403)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        try:
+            r = await client.post(path, content=await request.body(), headers=headers, params=request.query_params)
+        except httpx.HTTPError as e:
+            return PlainTextResponse(f"pfwcp fleet proxy: the SuperLink at {upstream} is unreachable ({e!r})",
+                                     status_code=502)
+        return Response(r.content, status_code=r.status_code,
+                        headers={k: v for k, v in r.headers.items() if k.lower() not in _HOP})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        await client.aclose()
+
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    return Starlette(routes=[Route("/{path:path}", forward, methods=methods)], lifespan=lifespan)
+
+def serve_fleet_proxy(port: int, # the port agents connect to (`flower-supernode --superlink HOST:PORT`)
+                      upstream: str, # the SuperLink, e.g. "https://127.0.0.1:9093" (bound to loopback)
+                      certfile: str, keyfile: str, # TLS certificate (for the host name agents use) and its key
+                      root_certificates: str | None = None, # CA of the SuperLink's certificate
+                      host: str = "127.0.0.1", # the interface to listen on (a deployment: the public one)
+                     ) -> None:
+    "Serve `fleet_proxy_app` over TLS until interrupted (scripts/flower_deploy.sh runs it as its own process)."
+    uvicorn.run(fleet_proxy_app(upstream, root_certificates), host=host, port=check_pos_int(port, "port"),
+                ssl_certfile=certfile, ssl_keyfile=keyfile, log_level="warning")
+
+# %% ../nbs/10_flower.ipynb #746056fe
+def make_tls_files(folder, # where ca.crt, ca.key, server.pem, server.key are written (created if needed)
+                   host_names=("localhost", "127.0.0.1"), # every name and IP agents use to reach the SuperLink (SANs)
+                   days: int = 1, # validity of both certificates
+                  ) -> Path: # the folder
+    "A private CA and a server certificate for `host_names` (EC P-384, made with `cryptography`, a dependency of flwr)."
+    folder, names = Path(folder), [str(h) for h in host_names]
+    if not names:
+        raise ValueError("`host_names` is empty: give the host name(s) or IP(s) the agents connect to.")
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    def san(h):
+        try:
+            return x509.IPAddress(ipaddress.ip_address(h))
+        except ValueError:
+            return x509.DNSName(h)
+    def cert(subject, issuer, pub, key, ca, sans=None):
+        b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(pub)
+             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+             .not_valid_after(now + datetime.timedelta(days=check_pos_int(days, "days")))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if sans:
+            b = b.add_extension(x509.SubjectAlternativeName([san(h) for h in sans]), critical=False)
+        return b.sign(key, hashes.SHA256())
+    name = lambda cn: x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    ca_key, srv_key = ec.generate_private_key(ec.SECP384R1()), ec.generate_private_key(ec.SECP384R1())
+    ca = cert(name("pfwcp federation CA"), name("pfwcp federation CA"), ca_key.public_key(), ca_key, True)
+    srv = cert(name(names[0]), ca.subject, srv_key.public_key(), ca_key, False, names)
+    pem = lambda k: k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                    serialization.NoEncryption())
+    (folder / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    (folder / "ca.key").write_bytes(pem(ca_key))
+    (folder / "server.pem").write_bytes(srv.public_bytes(serialization.Encoding.PEM))
+    (folder / "server.key").write_bytes(pem(srv_key))
+    return folder

@@ -1,30 +1,40 @@
 #!/usr/bin/env bash
-# PFWCP and osPFWCP on a real Flower deployment on localhost (notebook 10_flower):
-# a SuperLink, K SuperNodes as separate processes (one per agent of the Gaussian federation of
-# pfwcp_nb.baselines.toy_draw, oracle weights) and `flwr run` of pfwcp_nb.flower's apps.
-# Security: TLS everywhere (a throwaway CA and server certificate) and SuperNode authentication
-# (--enable-supernode-auth; each agent's public key registered with `flwr supernode register`).
-# Prints the thresholds, checks they equal the in-process estimators exactly, and stops every
-# process it started (trap). Certificates, keys, data and logs live in a temporary directory,
-# removed at exit unless --keep DIR is given.
+# PFWCP and osPFWCP on a real Flower deployment on localhost (notebook 10_flower), set up as it must be across
+# machines: a SuperLink whose one HTTP port (Fleet + Control + runtime APIs) listens on loopback only, a
+# Fleet-only reverse proxy (pfwcp_nb.flower.serve_fleet_proxy) that the agents' SuperNodes connect to, K SuperNodes
+# as separate processes (one per agent of the Gaussian federation of pfwcp_nb.baselines.toy_draw, oracle weights),
+# and `flwr run` of pfwcp_nb.flower's apps by the operator on the SuperLink's machine.
+# Security: TLS everywhere (a throwaway CA and a certificate for localhost/127.0.0.1, pfwcp_nb.flower.make_tls_files),
+# SuperNode authentication (--enable-supernode-auth; each agent's public key registered with
+# `flwr supernode register`; the server talks to the registered node ids only, run_config agent-nodes), each
+# agent's query policy (node_config policy-*). Checks, each printed:
+#   --rogue    a SuperNode whose key is not registered is refused; registering a key and starting an app through
+#              the agents' address (the proxy) are refused (the Control API is not on it)
+#   --foreign  an app that is not signed by a trusted publisher is refused by a SuperNode started with
+#              --trusted-entities (Flower's app verification), though the operator submitted it
+# Prints the thresholds, checks they equal the in-process estimators exactly, and stops every process it
+# started (trap). Certificates, keys, data and logs live in a temporary directory, removed at exit unless --keep.
 #
-#   scripts/flower_deploy.sh [--agents K] [--test-points M] [--rogue] [--keep DIR]
+#   scripts/flower_deploy.sh [--agents K] [--test-points M] [--rogue] [--foreign] [--keep DIR]
 #     --agents K       agents = SuperNodes, K >= 2 (default 5)
 #     --test-points M  test points of agent 0 (default 10)
-#     --rogue          also start one SuperNode whose key is NOT registered; it must be refused
+#     --rogue          the rogue checks above
+#     --foreign        the foreign-app check above
 #     --keep DIR       keep certificates, keys, data and logs in DIR (must not exist)
 # Needs the extra: pip install "pfwcp_nb[flower]", or pip install -e ".[flower]" from a clone. Exit 0 on success, 1 on failure, 2 on bad arguments.
 set -euo pipefail
 
-usage() { echo "usage: $0 [--agents K>=2] [--test-points M>=1] [--rogue] [--keep DIR]" >&2; exit 2; }
-K=5; M=10; ROGUE=0; KEEP=""
+USAGE="usage: $0 [--agents K>=2] [--test-points M>=1] [--rogue] [--foreign] [--keep DIR]"
+usage() { echo "$USAGE" >&2; exit 2; }
+K=5; M=10; ROGUE=0; FOREIGN=0; KEEP=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --agents) [ $# -ge 2 ] || usage; K="$2"; shift 2 ;;
     --test-points) [ $# -ge 2 ] || usage; M="$2"; shift 2 ;;
     --rogue) ROGUE=1; shift ;;
+    --foreign) FOREIGN=1; shift ;;
     --keep) [ $# -ge 2 ] || usage; KEEP="$2"; shift 2 ;;
-    -h|--help) echo "usage: $0 [--agents K>=2] [--test-points M>=1] [--rogue] [--keep DIR]"; exit 0 ;;
+    -h|--help) echo "$USAGE"; exit 0 ;;
     *) usage ;;
   esac
 done
@@ -49,69 +59,47 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-export FLWR_HOME="$T/flwr-home"   # throwaway Flower configuration (SuperLink connection) and installed apps
-mkdir -p "$FLWR_HOME" "$T/app" "$T/certs" "$T/keys" "$T/data"
+export FLWR_HOME="$T/flwr-home"   # throwaway Flower configuration (SuperLink connections) and installed apps
+mkdir -p "$FLWR_HOME" "$T/app" "$T/foreign" "$T/certs" "$T/keys" "$T/data"
 
 # --- 1. credentials and data (python `cryptography` is a dependency of flwr itself: no openssl needed)
 python - "$T" "$K" "$M" <<'PY'
-import sys, datetime, ipaddress, socket
+import sys, socket, uuid, warnings
 from pathlib import Path
 import numpy as np
-from cryptography import x509
-from cryptography.x509.oid import NameOID
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from pfwcp_nb.baselines import toy_draw
+from pfwcp_nb.flower import make_tls_files
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.oneshot import OneShotPFWCP
 T, K, M = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-now = datetime.datetime.now(datetime.timezone.utc)
-def pem_key(k):
-    return k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                           serialization.NoEncryption())
-def cert(subject, issuer, pub, sign_key, ca, san=None):
-    b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(pub)
-         .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-         .not_valid_after(now + datetime.timedelta(days=1))
-         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-    if san:
-        b = b.add_extension(x509.SubjectAlternativeName(san), critical=False)
-    return b.sign(sign_key, hashes.SHA256())
-name = lambda cn: x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-ca_key, srv_key = ec.generate_private_key(ec.SECP384R1()), ec.generate_private_key(ec.SECP384R1())
-ca = cert(name("pfwcp throwaway CA"), name("pfwcp throwaway CA"), ca_key.public_key(), ca_key, True)
-srv = cert(name("localhost"), ca.subject, srv_key.public_key(), ca_key, False,
-           [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
-(T / "certs/ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-(T / "certs/server.pem").write_bytes(srv.public_bytes(serialization.Encoding.PEM))
-(T / "certs/server.key").write_bytes(pem_key(srv_key))
-for who in [f"agent_{k}" for k in range(K)] + ["rogue"]:          # SuperNode identities (EC P-384, OpenSSH format)
+make_tls_files(T / "certs", ["localhost", "127.0.0.1"])           # a real host: its name(s), see the README
+ssh = lambda k: k.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+for who in [f"agent_{k}" for k in range(K)] + ["rogue", "guarded"]:   # SuperNode identities (EC P-384, OpenSSH)
     key = ec.generate_private_key(ec.SECP384R1())
     (T / "keys" / who).write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                                      serialization.NoEncryption()))
-    (T / "keys" / f"{who}.pub").write_bytes(key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                                                          serialization.PublicFormat.OpenSSH))
+    (T / "keys" / f"{who}.pub").write_bytes(ssh(key))
+publisher = ed25519.Ed25519PrivateKey.generate()                   # the one app publisher the guarded agent trusts
+(T / "keys/trusted_entities.yaml").write_text(f"fpk_{uuid.uuid4()}: '{ssh(publisher).decode()}'\n")
 d = toy_draw(0, m=M, K=K, n=100, noise_sd=0.0)
 for k in range(K):
     np.savez(T / f"data/agent_{k}.npz", scores=d.cal_scores[k], weights=d.cal_weights[k])
 np.save(T / "data/test_weights.npy", d.test_weights)
 agents = [AgentCalibration(s, w) for s, w in zip(d.cal_scores, d.cal_weights)]
-import warnings; warnings.simplefilter("ignore")
+warnings.simplefilter("ignore")
 ref = {f"{me}-{cr}": Est(0.1, de).calibrate(agents).threshold(d.test_weights)
        for me, Est in (("pfwcp", PFWCP), ("ospfwcp", OneShotPFWCP)) for cr, de in (("mc", None), ("ccc", 0.1))}
 np.savez(T / "data/in_process.npz", **ref)
 ports = []
-for _ in range(K + 2):                                             # free local ports: SuperLink + one per SuperNode
+for _ in range(K + 4):                       # free local ports: SuperLink, proxy, one per SuperNode, rogue, guarded
     s = socket.socket(); s.bind(("127.0.0.1", 0)); ports.append(s.getsockname()[1]); s.close()
 (T / "ports").write_text(" ".join(map(str, ports)) + "\n")
 PY
 read -r -a PORTS < "$T/ports"
-LINK="127.0.0.1:${PORTS[0]}"
-
-# --- 2. the Flower app project (pfwcp_nb.flower.write_app_project, as in notebook 10_flower), and the SuperLink connection
-python -c 'import sys; from pfwcp_nb.flower import write_app_project
-write_app_project(sys.argv[1], {"test-weights": sys.argv[2], "out": sys.argv[3], "node-timeout": 300.0})' \
-  "$T/app" "$T/data/test_weights.npy" "$T/data/thresholds.npz"
+LINK="127.0.0.1:${PORTS[0]}"      # the SuperLink: loopback only (operator's `flwr` on this machine)
+FLEET="127.0.0.1:${PORTS[1]}"     # the Fleet-only proxy: what agents (and anyone on the network) reach
 cat > "$FLWR_HOME/config.toml" <<TOML
 [superlink]
 default = "pfwcp"
@@ -119,56 +107,165 @@ default = "pfwcp"
 [superlink.pfwcp]
 address = "$LINK"
 root-certificates = "$T/certs/ca.crt"
+
+[superlink.agents-address]
+address = "$FLEET"
+root-certificates = "$T/certs/ca.crt"
 TOML
 
-# --- 3. SuperLink (TLS, only registered SuperNodes), then register the K agents' public keys
-echo "SuperLink on $LINK (TLS, SuperNode authentication); work dir $T"
-flower-superlink --port "${PORTS[0]}" --ssl-ca-certfile "$T/certs/ca.crt" --ssl-certfile "$T/certs/server.pem" \
-  --ssl-keyfile "$T/certs/server.key" --enable-supernode-auth --disable-runtime-dependency-installation \
-  > "$T/superlink.log" 2>&1 &
+# --- 2. SuperLink (TLS, only registered SuperNodes, on loopback) and the Fleet-only proxy in front of it
+echo "SuperLink on $LINK (loopback; TLS, SuperNode authentication), Fleet-only proxy on $FLEET; work dir $T"
+flower-superlink --host 127.0.0.1 --port "${PORTS[0]}" --ssl-ca-certfile "$T/certs/ca.crt" \
+  --ssl-certfile "$T/certs/server.pem" --ssl-keyfile "$T/certs/server.key" --enable-supernode-auth \
+  --disable-runtime-dependency-installation > "$T/superlink.log" 2>&1 &
+PIDS+=($!)
+python -c 'import sys; from pfwcp_nb.flower import serve_fleet_proxy
+serve_fleet_proxy(int(sys.argv[1]), "https://" + sys.argv[2], sys.argv[3] + "/server.pem", sys.argv[3] + "/server.key",
+                  sys.argv[3] + "/ca.crt", host="127.0.0.1")' "${PORTS[1]}" "$LINK" "$T/certs" > "$T/proxy.log" 2>&1 &
 PIDS+=($!)
 for i in $(seq 1 120); do
   flwr supernode list pfwcp > /dev/null 2>&1 && break
   [ "$i" -lt 120 ] || { echo "SuperLink did not come up; log:" >&2; tail -20 "$T/superlink.log" >&2; exit 1; }
   sleep 1
 done
-for k in $(seq 0 $((K - 1))); do
-  flwr supernode register "$T/keys/agent_$k.pub" pfwcp > "$T/register_$k.log" 2>&1 \
-    || { echo "registering agent $k failed:" >&2; cat "$T/register_$k.log" >&2; exit 1; }
-done
-echo "registered $K SuperNode public keys"
 
-# --- 4. one SuperNode per agent (separate processes), plus an unregistered one with --rogue
-start_supernode() {  # name port node-config
-  flower-supernode --superlink "$LINK" --root-certificates "$T/certs/ca.crt" --port "$2" \
-    --auth-supernode-private-key "$T/keys/$1" \
-    --node-config "$3" > "$T/supernode_$1.log" 2>&1 &
+# --- 3. register the K agents' public keys (operator, loopback); the node ids bind agents to SuperNodes
+NODES=()
+register() {  # key-name -> node id on stdout
+  flwr supernode register "$T/keys/$1.pub" pfwcp --format json > "$T/register_$1.log" 2>&1 \
+    || { echo "registering $1 failed:" >&2; cat "$T/register_$1.log" >&2; exit 1; }
+  python -c 'import json, sys; t = open(sys.argv[1]).read(); print(json.loads(t[t.index("{"):])["node-id"])' "$T/register_$1.log"
+}
+for k in $(seq 0 $((K - 1))); do NODES+=("$(register "agent_$k")"); done
+echo "registered $K SuperNode public keys: node ids ${NODES[*]}"
+
+# --- 4. the app project (pfwcp_nb.flower.write_app_project, as in notebook 10_flower)
+python -c 'import sys; from pfwcp_nb.flower import write_app_project
+write_app_project(sys.argv[1], {"test-weights": sys.argv[2], "out": sys.argv[3], "node-timeout": 300.0,
+                                "agent-nodes": sys.argv[4]})' \
+  "$T/app" "$T/data/test_weights.npy" "$T/data/thresholds.npz" "${NODES[*]}"
+
+# --- 5. one SuperNode per agent (separate processes, through the proxy), plus an unregistered one with --rogue
+start_supernode() {  # name port node-config [more flags]
+  local name="$1" port="$2" cfg="$3"; shift 3
+  flower-supernode --superlink "$FLEET" --root-certificates "$T/certs/ca.crt" --port "$port" \
+    --auth-supernode-private-key "$T/keys/$name" --node-config "$cfg" "$@" > "$T/supernode_$name.log" 2>&1 &
   PIDS+=($!)
 }
 for k in $(seq 0 $((K - 1))); do
-  start_supernode "agent_$k" "${PORTS[$((k + 1))]}" "partition-id=$k data-path=\"$T/data/agent_$k.npz\""
+  start_supernode "agent_$k" "${PORTS[$((k + 2))]}" "partition-id=$k data-path=\"$T/data/agent_$k.npz\""
 done
 if [ "$ROGUE" = 1 ]; then
-  start_supernode rogue "${PORTS[$((K + 1))]}" "partition-id=0 data-path=\"$T/data/agent_0.npz\""
+  start_supernode rogue "${PORTS[$((K + 2))]}" "partition-id=0 data-path=\"$T/data/agent_0.npz\""
 fi
 echo "started $K SuperNodes$([ "$ROGUE" = 1 ] && echo ' and 1 unregistered one')"
 
-# --- 5. the run: summaries, Procedure 1, PFWCP and osPFWCP for MC and CCC
+# --- 6. the run (operator, loopback): summaries, Procedure 1, PFWCP and osPFWCP for MC and CCC
 START=$(date +%s)
 (cd "$T/app" && flwr run . pfwcp --stream) > "$T/run.log" 2>&1 || { echo "flwr run failed:" >&2; tail -30 "$T/run.log" >&2; exit 1; }
 for i in $(seq 1 60); do [ -f "$T/data/thresholds.npz" ] && break; sleep 1; done
+[ -f "$T/data/thresholds.npz" ] || { echo "the ServerApp wrote no thresholds; the run's log:" >&2; tail -30 "$T/run.log" >&2; exit 1; }
 echo "flwr run finished in $(( $(date +%s) - START )) s"
 
-if [ "$ROGUE" = 1 ]; then   # the SuperLink refuses to activate a SuperNode whose public key was not registered
+# --- 7. a foreign app: its ClientApp would send the node's data file to whoever runs it
+cat > "$T/foreign/pyproject.toml" <<TOML
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "foreign"
+version = "1.0.0"
+license = "Apache-2.0"
+dependencies = []
+
+[tool.hatch.build.targets.wheel]
+packages = ["."]
+
+[tool.flwr.app]
+publisher = "someone-else"
+
+[tool.flwr.app.components]
+serverapp = "foreign_app:server"
+clientapp = "foreign_app:client"
+
+[tool.flwr.app.config]
+target-node = "0"
+out = "$T/data/foreign.json"
+TOML
+cat > "$T/foreign/foreign_app.py" <<'PY'
+import json, time
+from pathlib import Path
+from flwr.app import ConfigRecord, Message, MessageType, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp import ServerApp
+
+client = ClientApp()
+
+@client.query()
+def steal(msg, context):
+    data = Path(str(context.node_config["data-path"])).read_bytes()
+    return Message(RecordDict({"loot": ConfigRecord({"size": len(data), "head": data[:64].hex()})}), reply_to=msg)
+
+server = ServerApp()
+
+@server.main()
+def main(grid, context):
+    node, t0 = int(context.run_config["target-node"]), time.monotonic()
+    while node not in set(grid.get_node_ids()) and time.monotonic() - t0 < 120:
+        time.sleep(0.2)
+    reps = list(grid.send_and_receive([Message(RecordDict(), dst_node_id=node, message_type=MessageType.QUERY)],
+                                      timeout=120))
+    out = {"replies": len(reps)}
+    if reps:
+        r = reps[0]
+        out.update(error=r.error.reason if r.has_error() else None,
+                   loot=None if r.has_error() else dict(r.content.config_records["loot"]))
+    Path(context.run_config["out"]).write_text(json.dumps(out))
+PY
+
+if [ "$ROGUE" = 1 ]; then
+  # (a) the SuperLink refuses to activate a SuperNode whose public key was not registered
   REFUSAL="No SuperNode found with the given public key"
   if grep -q "$REFUSAL" "$T/superlink.log" && grep -q "Failed to activate SuperNode" "$T/supernode_rogue.log"; then
     echo "unregistered SuperNode: refused (SuperLink: \"$REFUSAL\"; the SuperNode exits: \"Failed to activate SuperNode\")"
   else
     echo "unregistered SuperNode: NOT refused; its log:" >&2; tail -20 "$T/supernode_rogue.log" >&2; exit 1
   fi
+  # (b) through the agents' address (the proxy) the Control API is not there: no key registration, no app start
+  if flwr supernode register "$T/keys/rogue.pub" agents-address > "$T/rogue_register.log" 2>&1 \
+     || ! grep -q "403 Forbidden" "$T/rogue_register.log"; then
+    echo "registering a key through the agents' address: NOT refused with 403" >&2; cat "$T/rogue_register.log" >&2; exit 1
+  fi
+  if (cd "$T/foreign" && flwr run . agents-address) > "$T/rogue_run.log" 2>&1 || ! grep -q "403 Forbidden" "$T/rogue_run.log"; then
+    echo "starting an app through the agents' address: NOT refused with 403" >&2; cat "$T/rogue_run.log" >&2; exit 1
+  fi
+  echo "Control API through the agents' address: refused (flwr supernode register and flwr run get 403 Forbidden; the proxy serves only POST /v1/fleet/...)"
 fi
 
-# --- 6. thresholds, and the exact comparison with the in-process estimators
+if [ "$FOREIGN" = 1 ]; then
+  # a SuperNode holding agent 0's data that accepts only apps signed by its trusted publisher (Flower's --trusted-entities)
+  GUARDED="$(register guarded)"
+  start_supernode guarded "${PORTS[$((K + 3))]}" "partition-id=0 data-path=\"$T/data/agent_0.npz\"" \
+    --trusted-entities "$T/keys/trusted_entities.yaml"
+  (cd "$T/foreign" && flwr run . pfwcp --stream --run-config "target-node=\"$GUARDED\"") > "$T/foreign_run.log" 2>&1 \
+    || { echo "flwr run of the foreign app failed to start:" >&2; tail -30 "$T/foreign_run.log" >&2; exit 1; }
+  for i in $(seq 1 60); do [ -f "$T/data/foreign.json" ] && break; sleep 1; done
+  [ -f "$T/data/foreign.json" ] || { echo "the foreign ServerApp wrote nothing; its log:" >&2; tail -30 "$T/foreign_run.log" >&2; exit 1; }
+  python - "$T" <<'PY'
+import json, sys
+from pathlib import Path
+T = Path(sys.argv[1])
+r = json.loads((T / "data/foreign.json").read_text())
+log = (T / "supernode_guarded.log").read_text()
+if r.get("loot") is None and r.get("error") and "could not be verified" in log:
+    print(f"foreign app: refused by the SuperNode with --trusted-entities (reply error: {r['error']!r})")
+else:
+    sys.exit(f"foreign app: NOT refused: {r}")
+PY
+fi
+
+# --- 8. thresholds, and the exact comparison with the in-process estimators
 python - "$T" <<'PY'
 import sys
 from pathlib import Path

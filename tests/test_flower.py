@@ -3,6 +3,7 @@ import json
 import re
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tomli
@@ -236,18 +237,35 @@ def test_deploy_script_bad_arguments():
         assert r.returncode == 2 and "usage:" in r.stderr
 
 
-@pytest.mark.skipif(os.environ.get("PFWCP_FLOWER_DEPLOY") != "1",
-                    reason="slow (~3 min): a real localhost deployment; run with PFWCP_FLOWER_DEPLOY=1")
-def test_deploy_script_tls_auth_and_unregistered_supernode_refused(tmp_path):
+def test_deploy_script_tls_auth_rogue_node_control_api_and_foreign_app_refused(tmp_path):
+    # the deployment end to end (a few minutes): TLS, SuperNode authentication, a refused unregistered SuperNode,
+    # the Control API refused through the agents' address (the Fleet-only proxy), a foreign app refused by a
+    # SuperNode with --trusted-entities, and the thresholds equal to the in-process estimators
     keep = tmp_path / "deploy"
-    r = subprocess.run(["bash", str(ROOT / "scripts/flower_deploy.sh"), "--agents", "3", "--test-points", "6",
-                        "--rogue", "--keep", str(keep)], capture_output=True, text=True, timeout=900,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "unregistered SuperNode: refused" in r.stdout
-    assert r.stdout.count("(== in process: True)") == 4
-    assert "TLS, SuperNode authentication" in r.stdout
-    # every process it started is gone: no SuperLink/SuperNode still holds the work dir's files
+    p = subprocess.Popen(["bash", str(ROOT / "scripts/flower_deploy.sh"), "--agents", "3", "--test-points", "6",
+                          "--rogue", "--foreign", "--keep", str(keep)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        out, err = p.communicate(timeout=1200)
+    except subprocess.TimeoutExpired:          # stop the script and everything it started (its process group)
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        pytest.fail(f"flower_deploy.sh ran over 1200 s and was stopped:\n{out}\n{err}")
+    assert p.returncode == 0, out + err
+    assert "TLS, SuperNode authentication" in out
+    assert "unregistered SuperNode: refused" in out
+    assert "Control API through the agents' address: refused" in out
+    assert "foreign app: refused by the SuperNode with --trusted-entities" in out
+    assert out.count("(== in process: True)") == 4
+    # each agent's query policy counted what it answered: 2 PFWCP runs x 6 test weights, 2 one-shot messages
+    for k in range(3):
+        used = json.loads((keep / "data" / f"agent_{k}.npz.queries.json").read_text())
+        assert (used["test_weights"], used["oneshot"]) == (12, 2)
+    # every process it started is gone: no SuperLink/SuperNode/proxy still holds the work dir's files
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(keep) not in ps
     shutil.rmtree(keep)
@@ -327,7 +345,7 @@ def test_written_app_project_is_the_one_flwr_run_reads(tmp_path):
     assert app["tool"]["flwr"]["app"]["config"] == {**fl.run_config_values(rc), "node-timeout": 300.0}
     # the deployment script writes its project with this function, not with a copy of the TOML
     script = (ROOT / "scripts/flower_deploy.sh").read_text()
-    assert "write_app_project" in script and "[tool.flwr.app" not in script
+    assert "write_app_project" in script and "pfwcp_nb.flower:server_app" not in script   # (its foreign app is not ours)
 
 
 # ---------------------------------------------------------------- issue 18: the two bugs, options checked first
