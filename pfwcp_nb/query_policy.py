@@ -52,7 +52,18 @@ class QueryPolicy:
             tmp.write_text(json.dumps(self.used), encoding="utf-8")
             os.replace(tmp, self.state)
 
+    @classmethod
+    def answer_all(cls) -> "QueryPolicy":
+        "A policy that admits every well-formed request, any level, no budget: an agent that agreed to nothing (avoid)."
+        p = cls(levels=[0.5], max_test_weights=2**62, max_oneshot=2**62)
+        p.any_level = True
+        return p
+
+    any_level = False   # True only for `answer_all`
+
     def __repr__(self):
+        if self.any_level:
+            return "QueryPolicy.answer_all()"
         return (f"QueryPolicy({self.levels.size} levels in [{self.levels.min():.4g}, {self.levels.max():.4g}], "
                 f"test weights {self.used['test_weights']}/{self.max_test_weights}, "
                 f"one-shot {self.used['oneshot']}/{self.max_oneshot}, lock_level={self.lock_level}, "
@@ -63,6 +74,10 @@ def _level(policy: QueryPolicy, beta, name: str) -> float:
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not np.isfinite(beta):
         raise QueryRefused(f"request field `{name}` must be a finite number, got {beta!r}.")
     beta = float(beta)
+    if policy.any_level:
+        if not (0.0 < beta < 1.0):
+            raise QueryRefused(f"request field `{name}`={beta!r} must lie in (0, 1).")
+        return beta
     if not np.any(policy.levels == beta):
         raise QueryRefused(f"request field `{name}`={beta!r} is not a level of the agreed grid "
                            f"({policy.levels.size} levels from {policy.levels.min():.6g} to {policy.levels.max():.6g}); "

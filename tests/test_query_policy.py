@@ -126,3 +126,12 @@ def test_recovered_score_counts_over_seeds_are_reported(capsys):
     print(f"default policy: recovered {counts.min()}-{counts.max()} of 100 scores (median {np.median(counts):.0f}); "
           f"test agent: {test1.min()}-{test1.max()}")
     assert counts.max() < 100 and test1.max() <= BETAS.size
+
+
+def test_answer_all_is_explicit_and_admits_any_level():
+    pol = QueryPolicy.answer_all()
+    pol.admit(request("message", beta=0.99, test_weights=[1e9] * 5000))
+    assert repr(pol) == "QueryPolicy.answer_all()"
+    with pytest.raises(QueryRefused, match="must lie in"):
+        pol.admit({**request("message", beta=0.5, test_weights=[1.0]), "beta": 1.0})
+    assert not QueryPolicy().any_level
