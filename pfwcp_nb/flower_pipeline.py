@@ -28,6 +28,7 @@ from .pipeline import DEFAULT_TRAIN_KW, _rng, _train_data
 from .pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage
 from .oneshot import OneShotPFWCP
 from .flower import RECORD, METHODS, agent_reply, pack, unpack, request
+from .query_policy import QueryPolicy
 from ._validate import check_pos_int
 
 
@@ -490,7 +491,9 @@ def pipeline_client_app(load_data, # context -> this SuperNode's AgentData
     def query(msg: Message, context: Context) -> Message:
         k = int(context.node_config["partition-id"])
         if RECORD in msg.content.config_records:               # a calibration request of the protocol (pfwcp_nb.flower)
-            reply = agent_reply(agent_calibration(context, load_data(context), k), unpack(msg.content)[0])
+            # the pipeline's agents have no agreed query policy yet (notebook 02d_query_policy): they answer all
+            reply = agent_reply(agent_calibration(context, load_data(context), k), unpack(msg.content)[0],
+                                QueryPolicy.answer_all())
             return Message(pack(reply, agent=k), reply_to=msg)
         d = _msg_json(msg.content, f"agent {k}")
         out = agent_query(context, load_data(context), k, d, msg.content)
