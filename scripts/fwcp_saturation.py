@@ -7,25 +7,14 @@ import sys
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
 from scipy.stats import spearmanr
 
+from pfwcp_nb.baselines import oracle_fwcp_weights
 from pfwcp_nb.density_ratio import DEFAULT_EPS, fit_fwcp_ratio
 from pfwcp_nb.quantiles import effective_sample_size
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from ratio_calibration import federation_data  # noqa: E402
-
-
-def oracle_log_fwcp(fed, X):
-    "log dP^1/(mean_k>=2 dP^k) up to a constant, from the tilting (real data) or Gaussian shift."
-    if fed.shift["kind"] == "tilting":
-        Z = np.asarray(fed.shift["zetas"])
-        lw = X @ Z.T - logsumexp(fed.pool[0] @ Z.T, axis=0)   # log p^k(x) = x'zeta^k - log sum_pool exp(x'zeta^k)
-    else:
-        M = np.asarray(fed.shift["means"])
-        lw = -0.5 * ((X[:, None, :] - M[None]) ** 2).sum(-1)
-    return lw[:, 0] - (logsumexp(lw[:, 1:], axis=1) - np.log(lw.shape[1] - 1))
 
 
 def main(argv):
@@ -38,7 +27,7 @@ def main(argv):
     for seed in seeds:
         fed, train, cal, _ = federation_data(name, seed)
         Xc = np.concatenate(cal)
-        lo = oracle_log_fwcp(fed, Xc)
+        lo = np.log(oracle_fwcp_weights(fed, Xc))       # log omega' = log p^1 - log mean_{k>=2} p^k
         for hp in ("paper", "calibrated"):
             r = fit_fwcp_ratio(train, seed=seed, hparams=hp, dataset=name)
             lw = r.log(Xc)
