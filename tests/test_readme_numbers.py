@@ -118,3 +118,13 @@ def test_no_typed_in_numbers(fname):
         if found:
             bad[head or "(top)"] = found
     assert not bad, f"{fname}: numbers typed in outside generated regions (use tools/make_readme.py's regions): {bad}"
+
+
+def test_every_results_folder_is_in_the_index():
+    "results/README.md's table 'What is here, and which command made it' names every folder of results/."
+    text = (ROOT / "results" / "README.md").read_text()
+    m = re.search(r"^## What is here.*?$(.*?)^## ", text, re.S | re.M)
+    assert m, "results/README.md lost its index section '## What is here, and which command made it'"
+    folders = sorted(p.name for p in (ROOT / "results").iterdir() if p.is_dir())
+    missing = [f for f in folders if f"`{f}/`" not in m.group(1)]
+    assert not missing, f"results/ folders without a row in the index of results/README.md: {missing}"
