@@ -11,7 +11,9 @@ from flwr.app import Array, Context, Error, Message, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.flower_pipeline import (PIPE, TaskPlan, _check_orders, _settings, plan_tasks, federation_data, pipeline_client_app, pipeline_server, simulate_pipeline)
+from pfwcp_nb.flower_pipeline import (PIPE, TaskPlan, _check_orders, _settings, deployed_pipeline, federation_data,
+                                      pipeline_client, pipeline_client_app, pipeline_server, plan_tasks,
+                                      simulate_pipeline, write_node_data)
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.pipeline import sample_draw, train_setup
@@ -143,10 +145,11 @@ def task_identity():
 
 class InProcessGrid:
     "A Grid stand-in: delivers each message to the ClientApp of its node in this process, one persistent Context per node; the agents in `silent` never answer (a timeout)."
-    def __init__(self, app, K, silent=None):
+    def __init__(self, app, K, silent=None, node_config=None):
         self.app, self.silent = app, silent or (lambda k, msg: False)
-        self.ctx = {100 + k: Context(run_id=1, node_id=100 + k, node_config={"partition-id": k}, state=RecordDict(),
-                                     run_config={}) for k in range(K)}
+        cfg = node_config or (lambda k: {})
+        self.ctx = {100 + k: Context(run_id=1, node_id=100 + k, node_config={"partition-id": k, **cfg(k)},
+                                     state=RecordDict(), run_config={}) for k in range(K)}
 
     def get_node_ids(self):
         return list(self.ctx)
@@ -274,3 +277,28 @@ def test_server_refuses_invalid_answers_and_agents_refuse_invalid_plans(task_ide
             TaskPlan.from_dict({**plan, **bad}, "agent 2")
     with pytest.raises(ValueError, match="permutations of range"):
         _check_orders(np.array([[0, 0, 1]]), 1, 3, "agent 1")
+
+
+def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path, caplog):
+    # the app components of a deployment: SuperNodes read their .npz, the ServerApp reads the run config
+    K = 3
+    paths = write_node_data(tmp_path / "nodes", federation_data("gaussian", K=K, seed=0, **SIZES))
+    grid = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k])})
+    out = tmp_path / "out.npz"
+    rc = {"dataset": "gaussian", "num-agents": K, "train-kw": json.dumps(TK), "out": str(out)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        deployed_pipeline(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
+    st, dr, q = in_process(K)
+    with np.load(out) as z:
+        np.testing.assert_allclose(z["thresholds"], q, rtol=1e-6, atol=1e-6)
+        assert z["agents"].tolist() == [0, 1, 2]
+        w = z["ratios-1/0.weight"]
+        summary = json.loads(str(z["summary"]))
+    np.testing.assert_array_equal(w, st.ratios[2].nets[1][0].weight.detach().numpy())
+    assert summary["coverage"] == pytest.approx(np.mean(dr.test_scores <= q)) and summary["events"] == []
+    bad = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(tmp_path / "missing.npz")})
+    with caplog.at_level(logging.WARNING, logger="pfwcp_nb.flower_pipeline"), \
+            pytest.raises(RuntimeError, match="the test agent .agent 0. did not answer"):
+        deployed_pipeline(bad, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
+    assert "missing.npz does not exist" in caplog.text
