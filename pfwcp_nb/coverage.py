@@ -360,7 +360,7 @@ def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per age
                     *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
                     tol: float = 1e-6, # above MAX_EXACT_K: refine a row's lattice until its width is <= tol ...
                     units: int = LATTICE_UNITS, # ... from this lattice ...
-                    max_units: int = MAX_LATTICE_UNITS, # ... up to this one
+                    max_units: int | None = None, # ... up to this one; None: MAX_LATTICE_UNITS (CCC), `units` (MC)
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # lower, value, upper (R, T)
     """Procedure 1's objective with certified bounds: exact (the three equal) up to MAX_EXACT_K agents; above, the lattice
     bounds of `tail_bounds` (for the MC criterion, on the quadrature sum of the exact engine)."""
@@ -378,8 +378,9 @@ def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per age
         sums = SubsetSums(w, 1.0 - t)
         v = _expected_exact(a_, b_, sums) if alpha is None else 1.0 - sums.prob(_beta_cdf(1.0 - alpha, a_, b_))
         return v, v, v
-    if alpha is None:
-        return _lattice_expected(a_, b_, w, 1.0 - t, tol, units, max_units)
+    if alpha is None:                    # a recursion per quadrature node: no refinement unless asked for
+        return _lattice_expected(a_, b_, w, 1.0 - t, tol, units, units if max_units is None else max_units)
+    max_units = MAX_LATTICE_UNITS if max_units is None else max_units
     G_lo, G, G_hi = tail_bounds(w, 1.0 - t, _beta_cdf(1.0 - alpha, a_, b_), tol=tol, units=units, max_units=max_units)
     return 1.0 - G_hi, 1.0 - G, 1.0 - G_lo
 def feasibility_bounds(beta, n_eff, tau, alpha, target: float, # as in `coverage_bounds`; feasibility: objective >= target
