@@ -113,3 +113,31 @@ def test_bad_input_above_max_exact_k():
         coverage_bounds([0.1], n, [1.0])
     with pytest.raises(ValueError, match="alpha"):
         coverage_bounds([0.1], n, [0.1], alpha=1.5)
+
+
+@pytest.mark.parametrize("ccc", [True, False])
+def test_same_cells_as_the_exact_engine(ccc):
+    "K <= 20, lattice bounds forced: wherever they settle every cell's feasibility, Procedure 1 on the lower bounds picks"
+    " the exact engine's cell (and it does settle most draws)."
+    from pfwcp_nb.coverage import _lattice_expected, _beta_cdf
+    from pfwcp_nb.procedure import select_cell
+    rng = np.random.default_rng(7 + ccc)
+    betas, taus = (paper_grid(0.1) if ccc else (np.linspace(0.1, 0.25, 4), np.linspace(0, 0.5, 6)))
+    settled = 0
+    for _ in range(6):
+        K = int(rng.integers(6, 21))
+        n = rng.uniform(5, 150, K)
+        w = n / n.sum()
+        a_, b_ = beta_law_params(np.repeat(betas[:, None], K, 1), n[None])
+        ex = coverage_objective(betas, n, taus, 0.1 if ccc else None)
+        if ccc:
+            G_lo, _, G_hi = LatticeTail(w, 1 - taus, 2**16).bounds(_beta_cdf(0.9, a_, b_))
+            lo, hi = 1 - G_hi, 1 - G_lo
+        else:
+            lo, _, hi = _lattice_expected(a_, b_, w, 1 - taus, np.inf, 2**14, 2**14)
+        assert np.all(lo <= ex + 1e-12) and np.all(ex <= hi + 1e-12)
+        tgt = 0.9 - FEAS_TOL
+        if not np.any((lo < tgt) & (hi >= tgt)):
+            settled += 1
+            assert select_cell(lo, betas, taus, 0.9) == select_cell(ex, betas, taus, 0.9)
+    assert settled >= 3, settled
