@@ -25,8 +25,8 @@ from .quantiles import effective_sample_size, weighted_quantile
 
 # %% auto #0
 __all__ = ['PAPER_TABLES_FILE', 'PAPER_DATASET_ORDER', 'PAPER_TABLES', 'STAR_ZETA', 'paper_table', 'se_table',
-           'compare_with_paper', 'comparison_markdown', 'verdict', 'verdict_changes', 'plot_boxplots',
-           'plot_coverage_efficiency', 'figure1_star', 'plot_figure1', 'write_outputs']
+           'compare_with_paper', 'comparison_markdown', 'verdict', 'verdict_changes', 'variability_table',
+           'plot_boxplots', 'plot_coverage_efficiency', 'figure1_star', 'plot_figure1', 'write_outputs']
 
 # %% ../nbs/08d_report.ipynb #537ca0ed
 PAPER_TABLES_FILE = "paper_tables.json"   # in the package folder
@@ -231,6 +231,30 @@ def verdict_changes(cmp: pd.DataFrame, # `compare_with_paper(..., variability=)`
     "The rows whose verdict against the paper (|z| > z_crit: differs) changes once the training s.d. is counted."
     d = cmp[np.isfinite(cmp.get("z_total", pd.Series(np.nan, index=cmp.index)))]
     return d[[verdict(a, z_crit) != verdict(b, z_crit) for a, b in zip(d.z, d.z_total)]]
+
+# %% ../nbs/08d_report.ipynb #76155e7b
+def variability_table(tv: pd.DataFrame, # `reproduce.training_variability` rows
+                      guarantee: str = "mc",
+                     ) -> str: # markdown
+    "Methods × datasets: 'mean ± sd_train (se_MC) k/T' of the guarantee's metric in % points; k of T trainings meet the target."
+    d = tv[tv.guarantee == guarantee]
+    if d.empty:
+        raise ValueError(f"no rows with guarantee={guarantee!r} in `tv` (it has {sorted(tv.guarantee.unique())}).")
+    ds = _order(d.dataset, PAPER_DATASET_ORDER)
+    ms = sorted(d.method.unique(), key=_method_sort_key)
+    cell = {(r.method, r.dataset): r for r in d.itertuples()}
+    key = {"mc": "MC", "ccc": "CCC"}[guarantee]
+    lines = [f"{key} in %: mean over trainings ± between-training s.d. (Monte Carlo s.e. of one training), k/T = "
+             f"trainings meeting {key} ≥ {100 * d.target.iloc[0]:g} %", "",
+             "| Method | " + " | ".join(ds) + " |", "|---|" + "---:|" * len(ds)]
+    for m in ms:
+        row = [m]
+        for x in ds:
+            r = cell.get((m, x))
+            row.append("" if r is None else f"{100 * r.mean:.1f} ± {100 * r.train_sd:.1f} ({100 * r.mc_se:.1f}) "
+                                             f"{r.n_meet}/{r.n_trainings}")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
 
 # %% ../nbs/08d_report.ipynb #481c1162
 def plot_boxplots(df: pd.DataFrame, dataset: str = "star", guarantee: str = "mc", *,

@@ -19,6 +19,7 @@ from .argtypes import cli_positive_int
 from .baselines import METHODS
 from .data import DATASET_SPECS, HETEROGENEITY, data_path
 from .metrics import GUARANTEES
+from .report import variability_table
 from .runner import WEIGHT_KINDS, run_grid
 
 # %% auto #0
