@@ -31,7 +31,7 @@ import pandas as pd
 import scipy
 import sklearn
 import torch
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 from tqdm.auto import tqdm
 
 from . import __version__ as pfwcp_version
@@ -359,13 +359,19 @@ def _execute(work, cache: ResultCache, data_dir, jobs: int, progress: bool):
     if not work:
         return
     bar = tqdm(total=sum(len(t) for _, _, t in work), desc="chunks", disable=not progress)
-    if jobs == 1:
-        for cfg, need_loc, todo in work:
-            ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=need_loc, progress=progress)
-            for cells, a, b in todo:
-                run_chunk(cfg, cells, a, b, cache.root, data_dir, progress=progress)
-                bar.update()
-        bar.close()
+    if jobs == 1:                          # one thread, as in the workers: the same numbers as with --jobs > 1
+        old = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with threadpool_limits(1):
+                for cfg, need_loc, todo in work:
+                    ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=need_loc, progress=progress)
+                    for cells, a, b in todo:
+                        run_chunk(cfg, cells, a, b, cache.root, data_dir, progress=progress)
+                        bar.update()
+        finally:
+            torch.set_num_threads(old)
+            bar.close()
         return
     saved = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     os.environ.update({k: "1" for k in saved})

@@ -107,3 +107,35 @@ def test_bad_trainings_are_refused():
 def test_z_counts_the_training_twice():
     assert np.isclose(reproduction_z(0.90, 0.0, 0.92, 0.0, 0.01), 0.02 / np.sqrt(2 * 0.01 ** 2))
     assert reproduction_z(0.9, 0.0, 0.9, 0.0) == 0
+
+
+def _same_draws(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    return a.attrs["draws"].keys() == b.attrs["draws"].keys() and all(
+        np.array_equal(a.attrs["draws"][k][f], b.attrs["draws"][k][f], equal_nan=True)
+        for k in a.attrs["draws"] for f in ("coverage", "size", "size_finite"))
+
+
+def test_thread_count_does_not_change_a_number():
+    "--jobs 1 runs with one thread like the workers: every per-draw array equal bit for bit (localized sizes included)."
+    kw = dict(n_sims=4, n_test=60, train_kw=DEMO_TRAIN_KW, progress=False, chunk_size=2)
+    m = ["CP", "PFWCP", "FGLCP"]
+    assert _same_draws(run_grid(["gaussian"], m, ["mc"], jobs=1, **kw), run_grid(["gaussian"], m, ["mc"], jobs=2, **kw))
+
+
+def test_model_seed_changes_the_models_not_the_draws(tmp_path):
+    "Another --model-seed: other numbers; model seed 0: the default run's; the runs.jsonl line names the machine."
+    from pfwcp_nb.runner import cli_run
+    args = ["--methods", "CP", "FCP", "--guarantee", "mc", "--n-sims", "3", "--n-test", "40", "--no-figures",
+            "--train-kw", '{"predictor": {"epochs": 50}, "ratios": {"epochs": 20}}', "--cache", str(tmp_path / "c"),
+            "--datasets", "gaussian"]
+    a = cli_run(args + ["--out", str(tmp_path / "a")])
+    b = cli_run(args + ["--out", str(tmp_path / "b"), "--model-seed", "2"])
+    c = cli_run(args + ["--out", str(tmp_path / "c0"), "--model-seed", "0"])
+    assert _same_draws(a, c) and not _same_draws(a, b)
+    cp = lambda d: d.attrs["draws"][("gaussian", "severe", "estimated", "mc", "CP")]["coverage"]
+    assert not np.array_equal(cp(a), cp(b))              # CP's scores come from the retrained predictor
+    assert set(b.model_seed) == {2} and set(a.model_seed) == {0}
+    import json
+    line = json.loads((tmp_path / "b" / "runs.jsonl").read_text().splitlines()[-1])
+    assert line["model_seed"] == 2 and line["cpu"] and line["cpus"] >= 1 and line["jobs"] == 1
+    assert {"python", "numpy", "scipy", "torch", "sklearn"} <= set(line["versions"]) and "torch_threads" in line
