@@ -16,6 +16,7 @@ try:
     from flwr.clientapp import ClientApp
     from flwr.serverapp import Grid, ServerApp
     from flwr.simulation import run_simulation
+    import tomli_w   # Flower's own TOML writer (a dependency of flwr)
 except ImportError as e:   # the one optional extra of the package
     raise ImportError('pfwcp_nb.flower_pipeline needs Flower (flwr[simulation]==1.42.*): pip install "pfwcp_nb[flower]", '
                       'or pip install -e ".[flower]" from a clone of the repository') from e
@@ -28,7 +29,7 @@ from .data import make_federation
 from .pipeline import DEFAULT_TRAIN_KW, _rng, _train_data
 from .pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage
 from .oneshot import OneShotPFWCP
-from .flower import RECORD, METHODS, agent_reply, pack, unpack, request
+from .flower import RECORD, METHODS, agent_nodes, agent_reply, pack, unpack, request
 from .query_policy import QueryPolicy
 from ._validate import check_pos_int
 
@@ -36,7 +37,8 @@ from ._validate import check_pos_int
 __all__ = ['PIPE', 'PIPELINE_RUN_CONFIG', 'pipeline_client', 'pipeline_server_app', 'TaskPlan', 'plan_tasks', 'ServerTask',
            'AgentData', 'local_round', 'agent_train', 'agent_calibration', 'agent_query', 'pipeline_client_app',
            'PipelineResult', 'pipeline_server', 'federation_data', 'simulate_pipeline', 'pipeline_run_config',
-           'save_result', 'write_node_data', 'load_node_data', 'deployed_pipeline']
+           'save_result', 'write_node_data', 'load_node_data', 'deployed_pipeline', 'pipeline_app_pyproject',
+           'write_pipeline_app_project']
 
 # %% ../nbs/10b_flower_pipeline.ipynb #2d6b3511
 _log = logging.getLogger("pfwcp_nb.flower_pipeline")
@@ -557,24 +559,34 @@ class _Server:
                 self.event(f"{stage}: agent {k} sent an invalid answer, left out: {e}")
         return out
 
-# %% ../nbs/10b_flower_pipeline.ipynb #35445479
-def _connect(grid: Grid, K: int, timeout: float, srv: _Server, task: str, pca: bool):
-    "Wait for K SuperNodes; ask each for its counts and sums (the first message: agent index by node)."
+# %% ../nbs/10b_flower_pipeline.ipynb #1f0a652c
+def _connect(grid: Grid, K: int, timeout: float, srv: _Server, task: str, pca: bool, nodes: list | None = None):
+    """Wait for the K SuperNodes; ask each for its counts and sums. `nodes` (deployment: the operator's binding, node i
+    is agent i): only those nodes are asked, and a node reporting another index is refused; None (simulation): the
+    agent index is the node's reported partition-id."""
     t0 = time.monotonic()
-    while len(nodes := list(grid.get_node_ids())) < K:
+    while len(have := set(grid.get_node_ids()) & (set(nodes) if nodes else set(grid.get_node_ids()))) < K:
         if time.monotonic() - t0 > timeout:
-            raise TimeoutError(f"{len(nodes)} of K={K} SuperNodes connected after {timeout} s: start one per agent.")
+            raise TimeoutError(f"{len(have)} of K={K} SuperNodes connected after {timeout} s: start one per agent"
+                               + (f" (node ids {nodes})." if nodes else "."))
         time.sleep(0.05)
+    ask = list(nodes) if nodes else sorted(have)
     msgs = [Message(_pipe({"type": "Request", "stage": "stats", "task": task, "pca": pca}), dst_node_id=n,
-                    message_type=MessageType.QUERY) for n in nodes]
+                    message_type=MessageType.QUERY) for n in ask]
     stats = {}
     for rep in grid.send_and_receive(msgs, timeout=timeout):
         n = rep.metadata.src_node_id
+        if n not in ask:
+            srv.event(f"stats: ignored a reply from node {n} (not asked)"); continue
         if rep.has_error():
             srv.event(f"stats: node {n} failed: {rep.error.reason}"); continue
         d = _msg_json(rep.content, f"node {n}")
-        k = d.get("agent")
-        if not isinstance(k, int) or not 0 <= k < K or k in stats:
+        k = ask.index(n) if nodes else d.get("agent")
+        if d.get("agent") != k or not isinstance(k, int) or not 0 <= k < K or k in stats:
+            if nodes:
+                srv.event(f"stats: node {n} (agent {k} by the operator's binding) reports agent index {d.get('agent')!r}; "
+                          "left out")
+                continue
             raise ValueError(f"stats: node {n} reports agent index {k!r}; give the SuperNodes partition-id 0..{K - 1}, once each.")
         srv.node[k], srv.agent_of[n] = n, k
         stats[k] = (d, rep.content)
@@ -627,14 +639,14 @@ def _check_stats(stats: dict, task: str) -> None:
 def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: str = "pfwcp", alpha: float = 0.1,
                     delta: float | None = None, train_kw: dict | None = None, min_agents: int | None = None,
                     round_timeout: float | None = 60.0, node_timeout: float = 120.0, drop_after: int = 3,
-                    est_kw: dict | None = None) -> PipelineResult:
+                    est_kw: dict | None = None, nodes: list | None = None) -> PipelineResult:
     "The ServerApp's work: federated training of the predictor and the ratio classifiers, calibration, prediction."
     res, t_start = PipelineResult(), time.perf_counter()
     pred, rat = _settings(dataset, train_kw)
     min_agents = max(2, math.ceil(K / 2)) if min_agents is None else check_pos_int(min_agents, "min_agents")
     srv = _Server(grid, res, round_timeout)
     task, need_pca = pred["task"], pred["pca"] is not None or rat["pca"] is not None
-    stats = _connect(grid, K, node_timeout, srv, task, need_pca)
+    stats = _connect(grid, K, node_timeout, srv, task, need_pca, nodes)
     _check_stats(stats, task)
     res.seconds["connect"] = time.perf_counter() - t_start
     alive = sorted(stats)
@@ -857,10 +869,11 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
     out["res"].seconds["simulation"] = time.perf_counter() - t0
     return out["res"]
 
-# %% ../nbs/10b_flower_pipeline.ipynb #40b8229f
+# %% ../nbs/10b_flower_pipeline.ipynb #b2350ea0
 PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
     "dataset": (None, "dataset name (sets the architectures and defaults, as in process)"),
-    "num-agents": (None, "K: the number of SuperNodes (agents), partition-id 0..K-1, 0 the test agent"),
+    "agent-nodes": (None, "node ids of agents 0..K-1, space-separated (as pfwcp_nb.flower's run config): node i is "
+                          "agent i; 0 the test agent"),
     "seed": (0, "seed of the training (initial networks, shuffles)"),
     "method": ("pfwcp", "'pfwcp' or 'ospfwcp'"),
     "alpha": (0.1, "miscoverage level"),
@@ -936,8 +949,37 @@ pipeline_server_app = ServerApp()
 def deployed_pipeline(grid: Grid, context: Context) -> None:
     "The whole pipeline on a deployed federation; the outcome to run_config['out'] (`save_result`)."
     c = pipeline_run_config(context.run_config)
-    res = pipeline_server(grid, str(c["dataset"]), int(c["num-agents"]), seed=int(c["seed"]), method=str(c["method"]),
+    nodes = agent_nodes(c["agent-nodes"])
+    res = pipeline_server(grid, str(c["dataset"]), len(nodes), nodes=nodes, seed=int(c["seed"]), method=str(c["method"]),
                           alpha=float(c["alpha"]), delta=float(c["delta"]) or None, train_kw=c["train-kw"],
                           min_agents=int(c["min-agents"]) or None, round_timeout=float(c["round-timeout"]),
                           node_timeout=float(c["node-timeout"]))
     save_result(res, c["out"])
+
+# %% ../nbs/10b_flower_pipeline.ipynb #e5a2a77c
+def pipeline_app_pyproject(run_config: dict, # run_config keys (dataset, agent-nodes, out required), see PIPELINE_RUN_CONFIG
+                           name: str = "pfwcp-pipeline", # the Flower app's project name
+                          ) -> str: # the text of the app's pyproject.toml
+    "pyproject.toml of a Flower app project whose components are this module's deployed apps (as `flower.app_pyproject`)."
+    c = pipeline_run_config(run_config)
+    c["train-kw"] = json.dumps(c["train-kw"])
+    project = {
+        "build-system": {"requires": ["hatchling"], "build-backend": "hatchling.build"},
+        "project": {"name": name, "version": "1.0.0", "license": "Apache-2.0", "dependencies": [],
+                    "description": "the PFWCP pipeline over Flower (generated by pfwcp_nb.flower_pipeline.pipeline_app_pyproject)"},
+        "tool": {"hatch": {"build": {"targets": {"wheel": {"packages": ["."]}}}},
+                 "flwr": {"app": {"publisher": "pfwcp-nb",
+                                  "components": {"serverapp": "pfwcp_nb.flower_pipeline:pipeline_server_app",
+                                                 "clientapp": "pfwcp_nb.flower_pipeline:pipeline_client"},
+                                  "config": {k: v if isinstance(v, (str, int)) and not isinstance(v, bool) else float(v)
+                                             for k, v in c.items()}}}}}
+    return tomli_w.dumps(project)
+
+def write_pipeline_app_project(folder, # the app project's folder (created if needed)
+                               run_config: dict, # as for `pipeline_app_pyproject`
+                               **kw) -> Path: # the written pyproject.toml
+    "Write the app project `flwr run FOLDER` runs for the whole pipeline."
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (p := folder / "pyproject.toml").write_text(pipeline_app_pyproject(run_config, **kw), encoding="utf-8")
+    return p

@@ -285,7 +285,7 @@ def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path,
     paths = write_node_data(tmp_path / "nodes", federation_data("gaussian", K=K, seed=0, **SIZES))
     grid = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k])})
     out = tmp_path / "out.npz"
-    rc = {"dataset": "gaussian", "num-agents": K, "train-kw": json.dumps(TK), "out": str(out)}
+    rc = {"dataset": "gaussian", "agent-nodes": "100 101 102", "train-kw": json.dumps(TK), "out": str(out)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         deployed_pipeline(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
@@ -302,3 +302,8 @@ def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path,
             pytest.raises(RuntimeError, match="the test agent .agent 0. did not answer"):
         deployed_pipeline(bad, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
     assert "missing.npz does not exist" in caplog.text
+    # the operator binds agents to nodes: a node that claims another agent's index is left out
+    swapped = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k]), "partition-id": (k + 1) % K})
+    with pytest.raises(RuntimeError, match="the test agent .agent 0. did not answer"):
+        deployed_pipeline(swapped, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
+    assert "node 100 (agent 0 by the operator's binding) reports agent index 1; left out" in caplog.text
