@@ -716,6 +716,9 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
         for k in list(alive):
             if k not in contents: continue
             misses[k] = 0 if k in ok else misses[k] + 1
+            if misses[k] >= drop_after and k == 0:
+                raise RuntimeError(f"training round {rnd}: the test agent (agent 0) missed {drop_after} rounds in a row; "
+                                   "its ratio classifiers cannot train and the calibration needs it (see the log).")
             if misses[k] >= drop_after:
                 alive.remove(k)
                 srv.event(f"training round {rnd}: agent {k} missed {drop_after} rounds in a row; left out of the "

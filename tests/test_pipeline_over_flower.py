@@ -233,6 +233,10 @@ def test_training_stops_below_the_minimum_and_drops_silent_agents(task_identity)
     assert res.trained == [0, 1, 2] and res.agents == [0, 1, 2]
     assert any("agent 3" in e and "did not answer" in e for e in res.events)
     assert any("missed 2 rounds in a row" in e for e in res.events)
+    silent0 = lambda k, msg: k == 0 and PIPE in msg.content.config_records and \
+        json.loads(msg.content.config_records[PIPE]["json"]).get("stage") == "train"
+    with pytest.raises(RuntimeError, match="the test agent .agent 0. missed 2 rounds in a row"):
+        run_in_process(4, silent=silent0, drop_after=2, min_agents=2)
 
 
 def test_dropout_in_calibration_recalibrates_over_the_others(task_identity):
