@@ -130,6 +130,7 @@ def summarize(agents: pd.DataFrame, results_root: Path) -> pd.DataFrame:
                          PFWCP_CCC_est=pf("PFWCP", "ccc", "CCC"), PFWCP_CCC_oracle=pf("PFWCP-oracle", "ccc", "CCC"),
                          agent_gap_mean=float(gap.mean()), agent_gap_min=float(gap.min()),
                          agents_below=f"{len(bad)}/{len(g)}",
+                         n_below=len(bad),
                          spearman=float(g.spearman.median()), n_eff_ratio=float(g.n_eff_ratio.median()),
                          slope=float(g.slope.median()), scale_share=float(g.scale_share.median()),
                          out_coord=float(g.out_coord.median()),

@@ -1,6 +1,6 @@
 """Summary of `scripts/ratio_selection.py` and of the PFWCP runs with `--ratio-model select` (issue 17 item 2).
 
-Writes OUT/summary.md: per (dataset, heterogeneity) the chosen candidate, the median over agents and draws of the
+Writes OUT/summary.md (and its tables as OUT/cells.csv, OUT/overall.csv, OUT/pfwcp.csv): per (dataset, heterogeneity) the chosen candidate, the median over agents and draws of the
 n_eff ratio, Spearman and log-ratio RMSE against the oracle for the paper's and the selected ratio models, and, where
 OUT/pfwcp_<level>/results.csv exists, PFWCP's MC / CCC / infinite share with the selected ratios next to the paper's
 ratios and the oracle weights on the same draws (results/<level>/results.csv, 500 x 500).
@@ -37,6 +37,8 @@ def main(argv=None):
             "chosen candidate of `density_ratio.ratio_candidates` (`selection.csv`: every candidate's pooled held-out",
             "log-loss). Commands: `commands.txt`.\n", _md(t1)]
     overall = q.groupby("ratio_model")[["n_eff_ratio", "spearman", "log_rmse"]].median()
+    overall.reset_index().to_csv(out / "overall.csv", index=False)
+    t1.to_csv(out / "cells.csv", index=False)
     text += ["\nAll cells together (median over cells, agents and draws):\n", _md(overall.reset_index())]
     rows = []
     for lv in ("severe", "moderate", "mild"):
@@ -55,6 +57,7 @@ def main(argv=None):
                              Eff_finite_paper=pick("PFWCP", "Eff_finite"), Eff_finite_select=float(r.Eff_finite),
                              Eff_finite_oracle=pick("PFWCP-oracle", "Eff_finite")))
     if rows:
+        pd.DataFrame(rows).to_csv(out / "pfwcp.csv", index=False)
         text += ["\n# PFWCP with the selected ratio models (500 x 500, same draws and predictor as results/<level>/)\n",
                  "Coverage column: MC for guarantee mc, the CCC criterion for ccc; `inf_*`: infinite share.\n",
                  _md(pd.DataFrame(rows))]
