@@ -4,14 +4,16 @@
 
 # %% ../nbs/02b_pfwcp.ipynb #5de1adfa
 from __future__ import annotations
+import warnings
 from dataclasses import dataclass, fields
 import numpy as np
-from .quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles, sorted_weighted_quantile
+from .quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles, sorted_weighted_quantile, WQ_TOL
 from .procedure import select_quantiles, QuantileChoice, SELECT_RULES, infinite_cells, choose_cells
-from ._validate import check_unit_open, check_weights
+from ._validate import check_unit_open, check_unit_half_open, check_weights
 
 # %% auto #0
-__all__ = ['PROTOCOL_VERSION', 'AgentSummary', 'AgentMessage', 'OneShotMessage', 'AgentCalibration', 'aggregate', 'PFWCP']
+__all__ = ['PROTOCOL_VERSION', 'AgentSummary', 'AgentMessage', 'OneShotMessage', 'band_quantile', 'AgentCalibration', 'aggregate',
+           'InfiniteThresholdWarning', 'PFWCP']
 
 # %% ../nbs/02b_pfwcp.ipynb #a6c1b003
 PROTOCOL_VERSION = 1   # bump when a message's fields or meaning change; decoders refuse other versions
@@ -91,6 +93,37 @@ class OneShotMessage(_Wire):
     n_eff: float           # Kish's effective sample size
     beta_breve: float      # the level used
 
+# %% ../nbs/02b_pfwcp.ipynb #c0b4d002
+def band_quantile(values, # scores v_1..v_n (1-D; NaN not allowed)
+                  weights, # estimated weights w_1..w_n >= 0
+                  level: float, # quantile level in (0, 1]
+                  gamma: float = 1.0, # band factor >= 1: every weight may be off by a factor in [1/gamma, gamma]
+                  inf_weight=0.0, # the test point's weight: a scalar, or a 1-D array of m test weights
+                 ) -> float | np.ndarray: # float for scalar `inf_weight`, else an array (m,)
+    "The largest `weighted_quantile(values, w', level, inf_weight=t')` over all w' in [w/gamma, gamma*w], t' in [t/gamma, gamma*t]."
+    g = float(gamma)
+    if not (np.isfinite(g) and g >= 1.0):
+        raise ValueError(f"`gamma` must be a finite number >= 1 (1: trust the weights as they are), got {gamma!r}.")
+    if g == 1.0:
+        return weighted_quantile(values, weights, level, inf_weight=inf_weight)
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or np.any(np.isnan(v)):
+        raise ValueError(f"`values` must be a 1-D array without NaN, got shape {v.shape}.")
+    w = check_weights(weights, "weights", n=v.size, allow_all_zero=True)
+    level = check_unit_half_open(level)
+    t = np.asarray(inf_weight, dtype=float)
+    if t.ndim > 1 or not np.all(np.isfinite(t)) or np.any(t < 0):
+        raise ValueError("`inf_weight` must be a finite scalar or 1-D array >= 0 (the test point's weight).")
+    order = np.argsort(v, kind="stable")
+    vs, A = v[order], np.cumsum(w[order])
+    B = A[-1] - A
+    tt = np.atleast_1d(t)
+    ok = A[None, :] >= level * (A[None, :] + g * g * (B[None, :] + tt[:, None])) * (1.0 - WQ_TOL)   # (m, n)
+    ok &= A[None, :] > 0
+    idx = np.where(ok.any(axis=1), np.argmax(ok, axis=1), v.size)
+    out = np.where(idx < v.size, vs[np.minimum(idx, v.size - 1)], np.inf)
+    return float(out[0]) if t.ndim == 0 else out
+
 # %% ../nbs/02b_pfwcp.ipynb #a6c1b001
 class AgentCalibration:
     "One agent's calibration scores and weights. They stay inside; only summaries and messages leave."
@@ -115,13 +148,14 @@ class AgentCalibration:
     def message(self,
                 beta: float, # local level
                 test_weights, # omega^k(X) for m test points: scalar or (m,)
+                gamma: float = 1.0, # band factor >= 1 of the weights (`band_quantile`); 1: the weights as they are
                ) -> AgentMessage:
-        "Local quantiles Q^k_beta for a batch of test points (the +inf atom carries the test weight)."
+        "Local quantiles Q^k_beta for a batch of test points (the +inf atom carries the test weight; `gamma` > 1: the band's worst case)."
         beta = check_unit_open(beta, "beta")
         tw = np.atleast_1d(np.asarray(test_weights, dtype=float))
         if tw.ndim != 1:
             raise ValueError(f"`test_weights` must be a scalar or 1-D (m,), got shape {tw.shape}.")
-        q = weighted_quantile(self._scores, self._weights, 1.0 - beta, inf_weight=tw)
+        q = band_quantile(self._scores, self._weights, 1.0 - beta, gamma, inf_weight=tw)
         return AgentMessage(quantiles=np.atleast_1d(q), beta=beta)
 
     def oneshot_message(self,
@@ -175,6 +209,10 @@ def _as_test_weights(test_weights, K: int) -> np.ndarray:
             raise ValueError(f"`test_weights` must have shape (m, K={K}) (column k = omega^k(X)), got {tw.shape}.")
     if not np.all(np.isfinite(tw)) or np.any(tw < 0):
         raise ValueError("`test_weights` must be finite and >= 0 (density ratios at the test points).")
+    if tw.size and not np.allclose(tw[:, 0], 1.0, rtol=0.0, atol=1e-9):
+        raise ValueError(f"column 0 of `test_weights` is the test agent's own ratio omega^1(X) = 1 (it is not shifted "
+                         f"against itself) and must be all ones, got values in [{tw[:, 0].min():g}, {tw[:, 0].max():g}]; "
+                         "put agent k's ratio in column k.")
     return tw
 
 def _check_agents(agents, kinds=(AgentCalibration,)) -> list:
@@ -219,12 +257,14 @@ def _thresholds_by_cell(agents, # AgentCalibration objects (K)
                         agg_weights, # aggregation weights (K,)
                         betas, taus, # the grid (R,), (T,)
                         rows, cols, # cell of each test point: row and column indices (m,)
+                        gammas=None, # band factor of each agent (K,) (`band_quantile`); None: all 1
                        ) -> np.ndarray: # thresholds (m,)
     "Q at each test point for its own cell: one AgentMessage per agent and level used, one aggregation per cell."
     out = np.empty(tw.shape[0])
+    gammas = np.ones(len(agents)) if gammas is None else gammas
     for r in np.unique(rows):
         at = np.flatnonzero(rows == r)
-        msgs = [a.message(betas[r], tw[at, k]) for k, a in enumerate(agents)]
+        msgs = [a.message(betas[r], tw[at, k], gammas[k]) for k, a in enumerate(agents)]
         for t in np.unique(cols[at]):
             sub = cols[at] == t
             out[at[sub]] = aggregate([AgentMessage(mm.quantiles[sub], mm.beta) for mm in msgs], agg_weights, taus[t])
@@ -240,6 +280,9 @@ def _paper_thresholds(agents, tw, beta: float, agg_weights, tau: float, block: i
         out[i:i + step] = quantile_of_quantiles(Q, agg_weights, 1.0 - tau)
     return out
 
+class InfiniteThresholdWarning(UserWarning):
+    "Some thresholds are +inf: their prediction sets are the whole line (regression) or every label (classification)."
+
 class _CellRules(_ThresholdPredictor):
     "The `select` rules of PFWCP: which grid cell each test point uses, and its thresholds."
     def _cell_index(self, test_weights) -> tuple:
@@ -247,7 +290,8 @@ class _CellRules(_ThresholdPredictor):
         if self.choice_ is None:
             raise ValueError("call `calibrate(agents)` before predicting.")
         tw = _as_test_weights(test_weights, len(self.summaries_))
-        inf = infinite_cells([s.weight_total for s in self.summaries_], tw, self.agg_weights_, *self.choice_.grid)
+        inf = infinite_cells([s.weight_total for s in self.summaries_], tw * self.gammas_ ** 2, self.agg_weights_,
+                             *self.choice_.grid)        # the band: local +inf as if the test weight were gamma^2 larger
         return (tw, *choose_cells(self.choice_, inf, self.select))
 
     def cells(self, test_weights) -> tuple[np.ndarray, np.ndarray]: # beta and tau used at each test point (m,)
@@ -256,16 +300,26 @@ class _CellRules(_ThresholdPredictor):
         return self.choice_.grid[0][r], self.choice_.grid[1][t]
 
     def threshold(self, test_weights) -> np.ndarray:
-        "Q(X) for each test point (m,) (in process: asks every agent, then aggregates)."
+        "Q(X) for each test point (m,) (in process: asks every agent, then aggregates); counts and warns about +inf ones."
         if self.select == "paper":
-            if self.choice_ is None or self._agents is None:
-                return self.combine(self.messages(test_weights))             # raises the usual errors
+            if self.choice_ is None or self._agents is None or self.gamma != 1.0:
+                return self._count_infinite(self.combine(self.messages(test_weights)))   # errors, or the band
             tw = _as_test_weights(test_weights, len(self._agents))
-            return _paper_thresholds(self._agents, tw, self.beta_, self.agg_weights_, self.tau_)
+            return self._count_infinite(_paper_thresholds(self._agents, tw, self.beta_, self.agg_weights_, self.tau_))
         tw, r, t = self._cell_index(test_weights)
         if self._agents is None:
             raise ValueError("calibrated from summaries: use `cells(test_weights)` and the agents' messages at those levels.")
-        return _thresholds_by_cell(self._agents, tw, self.agg_weights_, *self.choice_.grid, r, t)
+        return self._count_infinite(_thresholds_by_cell(self._agents, tw, self.agg_weights_, *self.choice_.grid, r, t,
+                                                        self.gammas_))
+
+    def _count_infinite(self, q: np.ndarray) -> np.ndarray:
+        "Store the number of +inf thresholds in `n_infinite_` and warn (InfiniteThresholdWarning) when there are any."
+        self.n_infinite_ = int(np.isinf(q).sum())
+        if self.n_infinite_:
+            hint = "; select='finite-first' avoids most of them" if self.select == "paper" else ""
+            warnings.warn(f"{self.n_infinite_} of {q.size} thresholds are +inf (the prediction set is the whole line / "
+                          f"every label there){hint}.", InfiniteThresholdWarning, stacklevel=3)
+        return q
 
 # %% ../nbs/02b_pfwcp.ipynb #a6c1b008
 class PFWCP(_CellRules):
@@ -279,6 +333,7 @@ class PFWCP(_CellRules):
                  grid: tuple | None = None, # (betas, taus); default the paper's grid
                  agg_weights=None, # aggregation weights (K,); default n_eff / sum n_eff
                  select: str = "paper", # cell rule (SELECT_RULES): "paper", "finite-first" or "fewest-infinite"
+                 gamma: float = 1.0, # band factor >= 1 on agents 1..K-1's weights (`band_quantile`); 1: the paper
                  seed=None, # for engine "mc"
                 ):
         self.alpha = check_unit_open(alpha, "alpha")
@@ -287,7 +342,11 @@ class PFWCP(_CellRules):
             raise ValueError(f"`select` must be one of {SELECT_RULES}, got {select!r}.")
         self.engine, self.n_rep, self.grid, self.agg_weights, self.seed = engine, n_rep, grid, agg_weights, seed
         self.select = select
+        self.gamma = float(gamma)
+        if not (np.isfinite(self.gamma) and self.gamma >= 1.0):
+            raise ValueError(f"`gamma` must be a finite number >= 1 (1: trust the estimated weights), got {gamma!r}.")
         self.choice_: QuantileChoice | None = None      # Procedure 1's choice, set by `calibrate`
+        self.n_infinite_: int | None = None             # +inf thresholds of the last `threshold` call
 
     def calibrate(self,
                   agents, # AgentCalibration objects (in process) or their AgentSummary (server side); agent 0 = test agent
@@ -302,6 +361,7 @@ class PFWCP(_CellRules):
             n_eff, self.alpha, self.delta, engine=self.engine, n_rep=self.n_rep, grid=self.grid,
             weights=self.agg_weights, seed=self.seed)
         self.beta_, self.tau_, self.agg_weights_ = self.choice_.beta, self.choice_.tau, self.choice_.weights
+        self.gammas_ = np.r_[1.0, np.full(len(self.summaries_) - 1, self.gamma)]   # agent 0's weights are exact ones
         return self
 
     def messages(self, test_weights) -> list:
@@ -310,9 +370,9 @@ class PFWCP(_CellRules):
             raise ValueError("call `calibrate(agents)` before predicting.")
         if self._agents is None:
             raise ValueError("calibrated from summaries: the scores live with the agents. Send each agent `beta_` and "
-                             "its column of test weights, and pass their AgentMessages to `combine`.")
+                             "its column of test weights (and `gammas_[k]`), and pass their AgentMessages to `combine`.")
         tw = _as_test_weights(test_weights, len(self._agents))
-        return [a.message(self.beta_, tw[:, k]) for k, a in enumerate(self._agents)]
+        return [a.message(self.beta_, tw[:, k], self.gammas_[k]) for k, a in enumerate(self._agents)]
 
     def combine(self,
                 messages, # one AgentMessage per agent (agent order of `calibrate`), all at level `beta_`
@@ -332,5 +392,6 @@ class PFWCP(_CellRules):
         return aggregate(messages, self.agg_weights_, self.tau_)
 
     def __repr__(self):
-        s = f"PFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, select={self.select!r})"
+        s = (f"PFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, select={self.select!r}"
+             + (f", gamma={self.gamma:g})" if self.gamma != 1.0 else ")"))
         return s + (f" calibrated: beta*={self.beta_:.4f}, tau*={self.tau_:.4f}" if self.choice_ is not None else "")
