@@ -15,16 +15,17 @@ from tqdm.auto import tqdm
 from .quantiles import weighted_quantile, quantile_of_quantiles
 from .procedure import select_quantiles, QuantileChoice, ccc_alpha
 from ._validate import check_unit_open
-from .pfwcp import AgentCalibration, PFWCP
+from .pfwcp import AgentCalibration, PFWCP, InfiniteThresholdWarning
+from .trust import choose_gamma, trust_check, with_gamma
 from .oneshot import OneShotPFWCP
 from .data import TASK_KINDS, make_federation
 from .localizer import FoldedNormalSampler, Localizer
 
 # %% auto #0
-__all__ = ['ENGINES', 'QQ_BETA_STEPS', 'ORACLE_SUFFIX', 'METHODS', 'CalibrationDraw', 'oracle_fwcp_weights', 'fwcp_fields',
-           'localized_fields', 'toy_draw', 'cp', 'fcp', 'qq_grid', 'qq_choice', 'fcp_qq', 'fwcp', 'fwcp_qq', 'fglcp',
-           'pfwcp', 'ospfwcp', 'ospfwglcp', 'MethodSpec', 'register_method', 'get_spec', 'get_method', 'run_method',
-           'WEIGHTED_METHODS', 'ORACLE_METHODS', 'LOCALIZED_METHODS', 'METHOD_ORDER']
+__all__ = ['ENGINES', 'QQ_BETA_STEPS', 'PFWCP_GAMMA_RULES', 'ORACLE_SUFFIX', 'METHODS', 'CalibrationDraw', 'oracle_fwcp_weights',
+           'fwcp_fields', 'localized_fields', 'toy_draw', 'cp', 'fcp', 'qq_grid', 'qq_choice', 'fcp_qq', 'fwcp',
+           'fwcp_qq', 'fglcp', 'pfwcp', 'ospfwcp', 'ospfwglcp', 'MethodSpec', 'register_method', 'get_spec',
+           'get_method', 'run_method', 'WEIGHTED_METHODS', 'ORACLE_METHODS', 'LOCALIZED_METHODS', 'METHOD_ORDER']
 
 # %% ../nbs/07_baselines.ipynb #d74cc1a8
 def _float_list(v, name: str) -> list:
@@ -78,6 +79,7 @@ class CalibrationDraw:
     loc_cal_weights: list | None = None          # K arrays: omega^k of those points
     loc_test_weights: np.ndarray | None = None   # (m, K)
     loc_inverse: Callable | None = None          # q (m,) -> thresholds (m,) on the original score scale
+    own_test_weights: np.ndarray | None = None   # (n_1, K) omega^k at agent 0's calibration covariates (the trust check)
 
     def __post_init__(self):
         if self.task not in TASK_KINDS:
@@ -103,6 +105,11 @@ class CalibrationDraw:
             self.test_labels = np.asarray(self.test_labels, dtype=int)
         _check_fwcp_fields(self, m)
         _check_loc_fields(self, K, m)
+        if self.own_test_weights is not None:
+            self.own_test_weights = np.asarray(self.own_test_weights, dtype=float)
+            if self.own_test_weights.shape != (self.cal_scores[0].size, K):
+                raise ValueError(f"`own_test_weights` must have shape (n_1, K)=({self.cal_scores[0].size}, {K}) "
+                                 f"(omega^k at agent 0's calibration covariates), got {self.own_test_weights.shape}.")
 
     @property
     def K(self) -> int: return len(self.cal_scores)
@@ -361,10 +368,29 @@ def _fitted(estimator, draw: CalibrationDraw, alpha, delta, engine, seed):
     alpha, delta = _check_call(alpha, delta, engine)
     return estimator(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights))
 
+PFWCP_GAMMA_RULES = ("auto",)   # `gamma` of `pfwcp`: a number >= 1, or "auto" (`trust.choose_gamma`)
+
 def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
-          seed=0) -> np.ndarray:
-    "PFWCP (Procedure 1 + weighted quantile of weighted local quantiles), via `pfwcp_nb.pfwcp.PFWCP`."
-    return _fitted(PFWCP, draw, alpha, delta, engine, seed).threshold(draw.test_weights)
+          seed=0,
+          select: str = "paper", # cell rule of `PFWCP` ("paper": the paper's tables)
+          gamma: float | str = 1.0, # band factor (`PFWCP(gamma=...)`), or "auto": `trust.choose_gamma` on this draw
+          check: bool = False, # run `trust.trust_check` on agent 0's own points (warns TrustWarning when it fails)
+         ) -> np.ndarray:
+    "PFWCP (Procedure 1 + weighted quantile of weighted local quantiles), via `pfwcp_nb.pfwcp.PFWCP`, with its trust options."
+    alpha, delta = _check_call(alpha, delta, engine)
+    if (gamma == "auto" or check) and draw.own_test_weights is None:
+        raise ValueError("gamma='auto' and check=True need `draw.own_test_weights` (omega^k at agent 0's calibration "
+                         "covariates; `pipeline.sample_draw` builds them).")
+    model = PFWCP(alpha, delta, engine=engine, seed=seed, select=select).calibrate(
+        _agents(draw.cal_scores, draw.cal_weights))
+    if check:                              # the unhedged model's check: does the federation as estimated hold?
+        trust_check(model, draw.cal_scores[0], draw.own_test_weights)
+    if gamma == "auto":
+        gamma, _ = choose_gamma(model, draw.cal_scores[0], draw.own_test_weights)
+    model = with_gamma(model, gamma)
+    with warnings.catch_warnings():        # the caller counts the +inf thresholds (they are in the output)
+        warnings.simplefilter("ignore", InfiniteThresholdWarning)
+        return model.threshold(draw.test_weights)
 
 def ospfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
             seed=0) -> np.ndarray:
@@ -393,6 +419,7 @@ class MethodSpec:
     uses_weights: bool = False           # output depends on the density-ratio weights (also run with oracle weights)
     needs_localizer: bool = False        # needs the localized fields of the draw (`localized_fields`)
     needs_fwcp_classifier: bool = False  # needs FWCP's single-classifier weights (`fwcp_fields`)
+    options: tuple = ()                  # keyword options `fn` accepts beyond the common signature (e.g. PFWCP's select)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or self.name.endswith(ORACLE_SUFFIX):
@@ -420,7 +447,7 @@ for _spec in (MethodSpec("CP", cp, 0),
               MethodSpec("FWCP", fwcp, 4, uses_weights=True, needs_fwcp_classifier=True),
               MethodSpec("FWCP-QQ", fwcp_qq, 5, uses_weights=True, needs_fwcp_classifier=True),
               MethodSpec("FGLCP", fglcp, 2, needs_localizer=True),
-              MethodSpec("PFWCP", pfwcp, 6, uses_weights=True),
+              MethodSpec("PFWCP", pfwcp, 6, uses_weights=True, options=("select", "gamma", "check")),
               MethodSpec("osPFWCP", ospfwcp, 7, uses_weights=True),
               MethodSpec("osPFWGLCP", ospfwglcp, 8, uses_weights=True, needs_localizer=True)):
     register_method(_spec)

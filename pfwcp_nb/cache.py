@@ -52,6 +52,7 @@ class RunConfig:
     device: str = "cpu"            # where the predictor and the ratios are trained (not part of any cache key)
     ratio_model: str = "paper"     # the density-ratio models (`density_ratio.RATIO_MODELS`); "paper" keeps the keys of before
     model_seed: int = 0            # another training of the same data (`pipeline.training_seed`); 0: the stored grids
+    method_kw: str = "{}"          # JSON {option: value} of method options (PFWCP's select, gamma, check); per method in the keys
 
     def __post_init__(self):
         if self.ratio_model not in RATIO_MODELS:
@@ -60,6 +61,10 @@ class RunConfig:
     def _model_tag(self) -> str:
         "Key part of the model seed: empty for 0, so the caches of the stored grids keep their names."
         return "" if self.model_seed == 0 else f"_model{self.model_seed}"
+
+    def options(self, method: str) -> dict:
+        "The options of `method_kw` that `method` accepts (its record's `options`)."
+        return {k: v for k, v in json.loads(self.method_kw).items() if k in get_spec(method).options}
 
     def setup_key(self) -> str:
         h = _stable_hash([self.K, self.n_train, self.n_cal // 2, json.loads(self.train_kw)])
@@ -72,7 +77,8 @@ class RunConfig:
                          + ([{"ratio_model": self.ratio_model}] if self.ratio_model != "paper" and weights == "estimated"
                             else [])
                          + (["frozen-noise"] if get_spec(method).needs_localizer and frozen_noise(self.dataset)
-                            else []))
+                            else [])
+                         + ([{"options": self.options(method)}] if self.options(method) else []))
         lv = f"a{self.alpha:g}" + ("" if guarantee == "mc" else f"_d{self.delta:g}")
         return (f"{self.dataset}__{self.heterogeneity}__{weights}__{method}__{guarantee}__"
                 f"S{self.n_sims}_m{self.n_test}_{lv}__seed{self.seed}{self._model_tag()}__{h}")

@@ -189,7 +189,9 @@ def aggregate(messages, # one AgentMessage per agent, all for the same m test po
     return np.atleast_1d(quantile_of_quantiles(Q, agg_weights, 1.0 - tau))
 
 # %% ../nbs/02b_pfwcp.ipynb #f282564a
-def _as_test_weights(test_weights, K: int) -> np.ndarray:
+def _as_test_weights(test_weights, K: int,
+                     own_column: bool = False, # column 0 is the test agent's own ratio: must be ones (PFWCP)
+                    ) -> np.ndarray:
     "(m, K) array of test weights from an (m, K) array, a (K,) vector (one test point) or a list of K per-agent (m,)."
     if isinstance(test_weights, (list, tuple)):
         if len(test_weights) != K:
@@ -209,7 +211,7 @@ def _as_test_weights(test_weights, K: int) -> np.ndarray:
             raise ValueError(f"`test_weights` must have shape (m, K={K}) (column k = omega^k(X)), got {tw.shape}.")
     if not np.all(np.isfinite(tw)) or np.any(tw < 0):
         raise ValueError("`test_weights` must be finite and >= 0 (density ratios at the test points).")
-    if tw.size and not np.allclose(tw[:, 0], 1.0, rtol=0.0, atol=1e-9):
+    if own_column and tw.size and not np.allclose(tw[:, 0], 1.0, rtol=0.0, atol=1e-9):
         raise ValueError(f"column 0 of `test_weights` is the test agent's own ratio omega^1(X) = 1 (it is not shifted "
                          f"against itself) and must be all ones, got values in [{tw[:, 0].min():g}, {tw[:, 0].max():g}]; "
                          "put agent k's ratio in column k.")
@@ -289,7 +291,7 @@ class _CellRules(_ThresholdPredictor):
         "Test weights (m, K) and the grid row and column used at each test point, from the weights alone."
         if self.choice_ is None:
             raise ValueError("call `calibrate(agents)` before predicting.")
-        tw = _as_test_weights(test_weights, len(self.summaries_))
+        tw = _as_test_weights(test_weights, len(self.summaries_), own_column=True)
         inf = infinite_cells([s.weight_total for s in self.summaries_], tw * self.gammas_ ** 2, self.agg_weights_,
                              *self.choice_.grid)        # the band: local +inf as if the test weight were gamma^2 larger
         return (tw, *choose_cells(self.choice_, inf, self.select))
@@ -371,7 +373,7 @@ class PFWCP(_CellRules):
         if self._agents is None:
             raise ValueError("calibrated from summaries: the scores live with the agents. Send each agent `beta_` and "
                              "its column of test weights (and `gammas_[k]`), and pass their AgentMessages to `combine`.")
-        tw = _as_test_weights(test_weights, len(self._agents))
+        tw = _as_test_weights(test_weights, len(self._agents), own_column=True)
         return [a.message(self.beta_, tw[:, k], self.gammas_[k]) for k, a in enumerate(self._agents)]
 
     def combine(self,

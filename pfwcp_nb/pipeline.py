@@ -258,6 +258,16 @@ def _draw_weights(setup, fed, kind: str, oracle, cal_X: list, cal_info: list, te
             test_w[:, k] = _call_oracle(fns[k], test_X, test_info)
     return cal_w, test_w
 
+def _own_weights(setup, fed, kind: str, oracle, cal_X: list, cal_info: list) -> np.ndarray:
+    "omega^k at agent 0's own calibration covariates (n_1, K), column 0 ones: what the test agent's trust check needs."
+    fns = oracle if oracle is not None else oracle_density_ratios(fed) if kind == "oracle" else None
+    out = np.ones((len(cal_X[0]), len(cal_X)))
+    for k in range(1, len(cal_X)):
+        out[:, k] = (np.asarray(setup.ratios[k](cal_X[0]), dtype=float).reshape(-1) if kind == "estimated"
+                     else _call_oracle(fns[k], cal_X[0], cal_info[0]))
+    return out
+
+
 # %% ../nbs/08c_pipeline.ipynb #88429e9c
 def sample_draw(setup: TrainedSetup, # the trained models
                 fed, # the federation (`pfwcp_nb.data.make_federation`)
@@ -271,6 +281,7 @@ def sample_draw(setup: TrainedSetup, # the trained models
                 localize: bool = True, # build the localized fields (only FGLCP / osPFWGLCP need them; costly)
                 loc_pool=None, # `pool_localizer_samples(setup, fed)`: localizer samples per pool point
                 loc_frozen=None, # `frozen_localizer(setup)`: samples with frozen noise; both None: fresh samples
+                own_weights: bool = False, # also the ratios at agent 0's calibration covariates (`trust` check, gamma "auto")
                ) -> dict:
     "The CalibrationDraw objects (one per weight kind) of calibration draw `sim`."
     rng = _rng(setup.seed, 1, sim)
@@ -289,7 +300,8 @@ def sample_draw(setup: TrainedSetup, # the trained models
     for kind in weights:
         cal_w, test_w = _draw_weights(setup, fed, kind, oracle, cal_X, cal_info, test_X, test_info)
         fields = dict(task=setup.task, cal_scores=cal_scores, cal_weights=cal_w, test_weights=test_w,
-                      test_scores=test_scores, test_labels=test_labels)
+                      test_scores=test_scores, test_labels=test_labels,
+                      own_test_weights=_own_weights(setup, fed, kind, oracle, cal_X, cal_info) if own_weights else None)
         fields.update(_extra_fields(setup, fed, kind, cal_X, cal_scores, cal_info, cal_w, test_X, test_w, test_info,
                                     draw_seed(setup.seed, sim), localize, loc_samples))
         out[kind] = CalibrationDraw(**fields)

@@ -37,6 +37,9 @@ from tqdm.auto import tqdm
 from . import __version__ as pfwcp_version
 from .argtypes import cli_level, cli_nonneg_int, cli_positive_int
 from .baselines import METHODS, get_spec
+from .procedure import SELECT_RULES
+from .pfwcp import InfiniteThresholdWarning
+from .trust import TrustWarning
 from .cache import (ResultCache, RunConfig, atomic_pickle, atomic_save_npz, frozen_noise, load_cell,
                             method_label)
 from .data import DATASET_SPECS, HETEROGENEITY, data_path, make_federation
@@ -52,12 +55,31 @@ except ImportError:
     ray = None
 
 # %% auto #0
-__all__ = ['WEIGHT_KINDS', 'TRAIN_KW_KEYS', 'DEMO_TRAIN_KW', 'ensure_setup', 'run_chunk', 'default_methods', 'run_grid',
-           'collect_results', 'run_experiment', 'cli_train_kw', 'cli_ray_address', 'cli_exclude_cell', 'provenance',
-           'main', 'cli_run']
+__all__ = ['WEIGHT_KINDS', 'METHOD_OPTIONS', 'TRAIN_KW_KEYS', 'DEMO_TRAIN_KW', 'check_method_kw', 'ensure_setup', 'run_chunk',
+           'default_methods', 'run_grid', 'collect_results', 'run_experiment', 'cli_train_kw', 'cli_ray_address',
+           'cli_exclude_cell', 'cli_gamma', 'provenance', 'main', 'cli_run']
 
 # %% ../nbs/08f_runner.ipynb #0d4117ed
 WEIGHT_KINDS = ("estimated", "oracle")
+METHOD_OPTIONS = ("select", "gamma", "check")   # PFWCP's options the runner passes on (`run_grid(method_kw=...)`)
+
+def check_method_kw(method_kw) -> dict:
+    "Validated method options: select in SELECT_RULES, gamma a number >= 1 or 'auto', check a bool; defaults dropped."
+    kw = dict(method_kw or {})
+    bad = [k for k in kw if k not in METHOD_OPTIONS]
+    if bad:
+        raise ValueError(f"`method_kw`: unknown option(s) {bad}; choose among {list(METHOD_OPTIONS)}.")
+    if "select" in kw and kw["select"] not in SELECT_RULES:
+        raise ValueError(f"`method_kw['select']` must be one of {SELECT_RULES}, got {kw['select']!r}.")
+    if "gamma" in kw and kw["gamma"] != "auto":
+        g = kw["gamma"]
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not np.isfinite(g) or g < 1:
+            raise ValueError(f"`method_kw['gamma']` must be a number >= 1 or 'auto', got {g!r}.")
+        kw["gamma"] = float(g)
+    if "check" in kw and not isinstance(kw["check"], bool):
+        raise ValueError(f"`method_kw['check']` must be True or False, got {kw['check']!r}.")
+    defaults = dict(select="paper", gamma=1.0, check=False)
+    return {k: v for k, v in kw.items() if v != defaults[k]}
 
 # %% ../nbs/08f_runner.ipynb #0549cb34
 _MEMO: dict = {}   # per-process memo of loaded setups and federations
@@ -126,7 +148,11 @@ def _evaluate_cell(r: dict, i: int, s: int, cell: tuple, draw, cfg: RunConfig):
         with warnings.catch_warnings(record=True) as caught:      # counted per cell, not printed per draw
             warnings.simplefilter("always")
             thr = _method_fn(method)(draw, cfg.alpha, None if g == "mc" else cfg.delta, engine=cfg.engine,
-                                     seed=draw_seed(cfg.seed, s))
+                                     seed=draw_seed(cfg.seed, s), **cfg.options(method))
+        flagged = [c for c in caught if issubclass(c.category, TrustWarning)]    # the trust check failed on this draw
+        caught = [c for c in caught if not issubclass(c.category, (TrustWarning, InfiniteThresholdWarning))]
+        r["n_flagged"] += bool(flagged)
+        r["flagged"][i] = bool(flagged)
         if caught:
             r["n_warned"] += 1
             if len(r["warnings"]) < 3:
@@ -162,9 +188,11 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
     kinds = tuple(sorted({w for _, _, w in cells}))
     n = stop - start
     res = {c: dict(coverage=np.full(n, np.nan), size=np.full(n, np.nan), size_finite=np.full(n, np.nan),
-                   inf_count=np.zeros(n, dtype=np.int64), seconds=0.0, errors=[], n_warned=0, warnings=[])
+                   inf_count=np.zeros(n, dtype=np.int64), seconds=0.0, errors=[], n_warned=0, warnings=[],
+                   n_flagged=0, flagged=np.zeros(n, dtype=bool))
            for c in cells}
     loc_pool, loc_frozen = _loc_pool(cfg, cache, setup, fed) if need_loc else (None, None)
+    need_own = any(cfg.options(m).get("gamma") == "auto" or cfg.options(m).get("check") for m, _, _ in cells)
     t_draw = 0.0
     oracle = None
     if "oracle" in kinds:
@@ -173,15 +201,17 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
                                disable=not progress)):
         t0 = time.perf_counter()
         draws = sample_draw(setup, fed, s, n_cal=cfg.n_cal, n_cal_test=cfg.n_cal_test, n_test=cfg.n_test,
-                            weights=kinds, oracle=oracle, localize=need_loc, loc_pool=loc_pool, loc_frozen=loc_frozen)
+                            weights=kinds, oracle=oracle, localize=need_loc, loc_pool=loc_pool, loc_frozen=loc_frozen,
+                            own_weights=need_own)
         t_draw += time.perf_counter() - t0
         for c in cells:
             _evaluate_cell(res[c], i, s, c, draws[c[2]], cfg)
     for c, r in res.items():
         meta = dict(seconds=r["seconds"], draw_seconds=t_draw, errors=r["errors"], n_warned=r["n_warned"],
-                    warnings=r["warnings"])
+                    warnings=r["warnings"], n_flagged=r["n_flagged"])
         atomic_save_npz(cache.chunk_path(cfg, *c, start, stop), coverage=r["coverage"], size=r["size"],
-                         size_finite=r["size_finite"], inf_count=r["inf_count"], meta=np.array(json.dumps(meta)))
+                         size_finite=r["size_finite"], inf_count=r["inf_count"], flagged=r["flagged"],
+                         meta=np.array(json.dumps(meta)))
     return dict(draw_seconds=t_draw, seconds={"|".join(c): r["seconds"] for c, r in res.items()})
 
 # %% ../nbs/08f_runner.ipynb #f2e24756
@@ -195,7 +225,8 @@ def _merge_cell(cfg: RunConfig, cache: ResultCache, cell, chunks) -> Path:
     meta = dict(dataset=cfg.dataset, heterogeneity=cfg.heterogeneity, weights=w, method=method,
                 label=method_label(method, w), guarantee=g, n_sims=cfg.n_sims, n_test=cfg.n_test, alpha=cfg.alpha,
                 delta=cfg.delta, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train, n_cal=cfg.n_cal,
-                n_cal_test=cfg.n_cal_test, engine=cfg.engine,
+                n_cal_test=cfg.n_cal_test, engine=cfg.engine, options=cfg.options(method),
+                n_flagged=int(sum(p["meta"].get("n_flagged", 0) for p in parts)),
                 train_kw=json.loads(cfg.train_kw), ratio_model=cfg.ratio_model,
                 seconds=float(sum(p["meta"]["seconds"] for p in parts)),
                 draw_seconds=float(sum(p["meta"]["draw_seconds"] for p in parts)),
@@ -208,7 +239,9 @@ def _merge_cell(cfg: RunConfig, cache: ResultCache, cell, chunks) -> Path:
     atomic_save_npz(path, coverage=np.concatenate([p["coverage"] for p in parts]),
                      size=np.concatenate([p["size"] for p in parts]),
                      size_finite=np.concatenate([p["size_finite"] for p in parts]),
-                     inf_count=np.concatenate([p["inf_count"] for p in parts]), meta=np.array(json.dumps(meta)))
+                     inf_count=np.concatenate([p["inf_count"] for p in parts]),
+                     flagged=np.concatenate([p.get("flagged", np.zeros(p["coverage"].size, dtype=bool)) for p in parts]),
+                     meta=np.array(json.dumps(meta)))
     shutil.rmtree(cache.chunk_path(cfg, *cell, 0, 1).parent, ignore_errors=True)
     return path
 
@@ -299,6 +332,7 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
              exclude: Sequence[str] = (), # cells to leave out, as "METHOD:GUARANTEE" (e.g. "osPFWCP:mc")
              ratio_model: str = "paper", # density-ratio models: "paper" (S3's) or "select" (`density_ratio.fit_selected_ratios`)
              model_seed: int = 0, # another training of the same data and draws (`pipeline.training_seed`; 0: the stored grids)
+             method_kw: dict | None = None, # PFWCP's options (`METHOD_OPTIONS`): select, gamma (number or "auto"), check
              progress: bool = True,
             ) -> pd.DataFrame: # one row per (dataset, heterogeneity, weights, guarantee, method)
     """Run (or resume) the experiment grid and return the metrics of every cell; per-draw arrays in `.attrs['draws']`,
@@ -319,11 +353,12 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
     # the effective training settings (defaults included) go into the cache keys
     tkw = json.dumps({**DEFAULT_TRAIN_KW, **(train_kw or {})}, sort_keys=True, default=str)
     excl = _check_exclude(exclude)
+    mkw = json.dumps(check_method_kw(method_kw), sort_keys=True)
     try:
         cells = [(m, g, w) for w in wkinds for m in meths[w] for g in guarantees if f"{m}:{g}" not in excl]
         plan = [(RunConfig(ds, het, int(n_sims), int(n_test), alpha, delta, int(seed), int(K), int(n_train),
                            int(n_cal), engine, tkw, None if n_cal_test is None else int(n_cal_test), device,
-                           ratio_model, int(model_seed)), cells)
+                           ratio_model, int(model_seed), method_kw=mkw), cells)
                 for ds in datasets for het in hets]
         chunks = _chunks(int(n_sims), int(chunk_size))
         work = _pending_work(cache, plan, chunks)
@@ -432,14 +467,16 @@ def collect_results(cache: ResultCache, plan, alpha: float = 0.1) -> pd.DataFram
             rows.append(dict(dataset=cfg.dataset, heterogeneity=cfg.heterogeneity, weights=c[2], guarantee=c[1],
                              method=method_label(c[0], c[2]), **met, n_errors=meta["n_errors"],
                              n_warned=np.nan if meta.get("n_warned") is None else meta["n_warned"],
+                             n_flagged=meta.get("n_flagged", np.nan), options=json.dumps(cfg.options(c[0]), sort_keys=True),
                              seconds=meta["seconds"], draw_seconds=meta["draw_seconds"], n_test=cfg.n_test,
                              n_cal_test=cfg.n_cal if cfg.n_cal_test is None else cfg.n_cal_test,
                              alpha=cfg.alpha, delta=cfg.delta if c[1] == "ccc" else np.nan, seed=cfg.seed,
                              model_seed=cfg.model_seed, train_kw=cfg.train_kw, ratio_model=cfg.ratio_model))
             draws[(cfg.dataset, cfg.heterogeneity, c[2], c[1], method_label(c[0], c[2]))] = dict(
-                coverage=z["coverage"], size=z["size"], size_finite=z.get("size_finite", z["size"]))
+                coverage=z["coverage"], size=z["size"], size_finite=z.get("size_finite", z["size"]),
+                flagged=z.get("flagged", np.zeros(z["coverage"].size, dtype=bool)))
     cols = ["dataset", "heterogeneity", "weights", "guarantee", "method", "MC", "MC_se", "CCC", "CCC_se", "CMC",
-            "CMC_se", "Eff", "Eff_se", "inf_frac", "Eff_finite", "n_sims", "n_errors", "n_warned", "seconds", "draw_seconds", "n_test",
+            "CMC_se", "Eff", "Eff_se", "inf_frac", "Eff_finite", "n_sims", "n_errors", "n_warned", "n_flagged", "options", "seconds", "draw_seconds", "n_test",
             "n_cal_test", "alpha", "delta", "seed", "model_seed", "train_kw", "ratio_model"]
     df = pd.DataFrame(rows, columns=cols)
     df.attrs["draws"] = draws
@@ -581,6 +618,18 @@ def cli_exclude_cell(text: str) -> str:
     return text
 
 # %% ../nbs/08f_runner.ipynb #43f4b2fe
+def cli_gamma(text: str) -> float | str:
+    "argparse `type=`: a band factor >= 1, or 'auto' (`--gamma`)."
+    if text == "auto":
+        return text
+    try:
+        g = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 1 or 'auto', got {text!r}") from None
+    if not (np.isfinite(g) and g >= 1):
+        raise argparse.ArgumentTypeError(f"must be a number >= 1 or 'auto', got {text!r}")
+    return g
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pfwcp-experiments",
                                 description="Run the paper's experiments (Section 3): metrics MC/CCC, CMC, Eff of every "
@@ -637,6 +686,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="JSON training overrides per model, e.g. '{\"predictor\": {\"epochs\": 500}}'")
     p.add_argument("--exclude", nargs="+", type=cli_exclude_cell, default=[], metavar="METHOD:GUARANTEE",
                    help="cells to leave out, e.g. osPFWCP:mc osPFWGLCP:mc")
+    p.add_argument("--select", default="paper", choices=SELECT_RULES,
+                   help="PFWCP's cell rule (default paper: the paper's tables; finite-first / fewest-infinite avoid most "
+                        "infinite sets, notebook 02b)")
+    p.add_argument("--gamma", type=cli_gamma, default=1.0,
+                   help="PFWCP's band factor on the estimated weights (>= 1; default 1: the paper), or auto: chosen per "
+                        "draw by the test agent's leave-one-out check (notebook 02c_trust)")
+    p.add_argument("--check", action="store_true",
+                   help="run the test agent's leave-one-out trust check in every PFWCP cell; column n_flagged counts "
+                        "the draws where it failed")
     p.add_argument("--figure1", action="store_true", help="also compute Figure 1 on star (1000 x 1000 draws)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.add_argument("--no-progress", action="store_true",
@@ -718,7 +776,8 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
                   engine=args.engine, train_kw=args.train_kw, data_dir=args.data_dir, cache_dir=cache, jobs=args.jobs,
                   chunk_size=args.chunk_size, exclude=args.exclude, progress=progress, n_cal_test=args.n_cal_test, ratio_model=args.ratio_model,
                   backend=args.backend, address=None if args.address == "local" else args.address, device=args.device,
-                  model_seed=args.model_seed)
+                  model_seed=args.model_seed,
+                  method_kw=dict(select=args.select, gamma=args.gamma, check=args.check))
     wall = time.time() - t0
     paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command)
     if args.figure1:

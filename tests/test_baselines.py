@@ -66,7 +66,8 @@ def test_record_functions_are_the_module_functions_with_the_contract(name):
     fn = METHODS[name].fn
     assert getattr(baselines, fn.__name__) is fn            # a renamed function breaks the record at import
     params = inspect.signature(fn).parameters
-    assert list(params) == ["draw", "alpha", "delta", "engine", "seed"]
+    assert list(params) == ["draw", "alpha", "delta", "engine", "seed", *METHODS[name].options]   # options: keyword-only
+    assert all(params[o].kind is inspect.Parameter.KEYWORD_ONLY for o in METHODS[name].options)
     assert params["engine"].kind is inspect.Parameter.KEYWORD_ONLY and params["delta"].default is None
 
 
