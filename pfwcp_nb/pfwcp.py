@@ -306,7 +306,7 @@ class _CellRules(_ThresholdPredictor):
         if self.select == "paper":
             if self.choice_ is None or self._agents is None or self.gamma != 1.0:
                 return self._count_infinite(self.combine(self.messages(test_weights)))   # errors, or the band
-            tw = _as_test_weights(test_weights, len(self._agents))
+            tw = _as_test_weights(test_weights, len(self._agents), own_column=True)
             return self._count_infinite(_paper_thresholds(self._agents, tw, self.beta_, self.agg_weights_, self.tau_))
         tw, r, t = self._cell_index(test_weights)
         if self._agents is None:
