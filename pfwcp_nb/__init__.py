@@ -14,6 +14,9 @@ _API = {  # name -> module that defines it
     "AgentCalibration": "pfwcp",
     "PFWCP": "pfwcp",
     "OneShotPFWCP": "oneshot",
+    "trust_check": "trust",
+    "choose_gamma": "trust",
+    "recommend": "trust",
     "fit_density_ratios": "density_ratio",
     "load_dataset": "data",
     "run_experiment": "runner",
@@ -35,6 +38,7 @@ if TYPE_CHECKING:                      # for type checkers and IDEs; not execute
     from .procedure import select_quantiles
     from .pfwcp import AgentCalibration, PFWCP
     from .oneshot import OneShotPFWCP
+    from .trust import trust_check, choose_gamma, recommend
     from .density_ratio import fit_density_ratios
     from .data import load_dataset
     from .runner import run_experiment

@@ -9,7 +9,7 @@ import pytest
 import pfwcp_nb
 
 EXPECTED = {"PFWCP", "OneShotPFWCP", "AgentCalibration", "weighted_quantile", "select_quantiles", "run_experiment",
-            "load_dataset", "fit_density_ratios"}
+            "load_dataset", "fit_density_ratios", "trust_check", "choose_gamma", "recommend"}
 
 
 def test_all_is_the_documented_api():
