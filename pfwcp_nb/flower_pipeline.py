@@ -579,17 +579,21 @@ def _connect(grid: Grid, K: int, timeout: float, srv: _Server, task: str, pca: b
         if n not in ask:
             srv.event(f"stats: ignored a reply from node {n} (not asked)"); continue
         if rep.has_error():
-            srv.event(f"stats: node {n} failed: {rep.error.reason}"); continue
+            srv.event(f"stats: node {n} failed: {rep.error.reason}"); srv.agent_of[n] = None; continue
         d = _msg_json(rep.content, f"node {n}")
         k = ask.index(n) if nodes else d.get("agent")
         if d.get("agent") != k or not isinstance(k, int) or not 0 <= k < K or k in stats:
             if nodes:
                 srv.event(f"stats: node {n} (agent {k} by the operator's binding) reports agent index {d.get('agent')!r}; "
                           "left out")
+                srv.agent_of[n] = None
                 continue
             raise ValueError(f"stats: node {n} reports agent index {k!r}; give the SuperNodes partition-id 0..{K - 1}, once each.")
         srv.node[k], srv.agent_of[n] = n, k
         stats[k] = (d, rep.content)
+    for n in ask:
+        if n not in srv.agent_of:
+            srv.event(f"stats: node {n} did not answer within {timeout} s")
     return stats
 
 def _pca_projections(stats: dict, srv: _Server, ks: list, ratios: list) -> list:

@@ -39,6 +39,7 @@ def main(argv=None):
     ap.add_argument("--pred-epochs", type=int, default=5000)
     ap.add_argument("--local-epochs", type=int, default=1)
     ap.add_argument("--n-test", type=int, default=500)
+    ap.add_argument("--node-timeout", type=float, default=600.0, help="seconds for Ray's start-up and the first round")
     ap.add_argument("--out", default="results/flower_pipeline/gaussian.json")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
@@ -51,7 +52,8 @@ def main(argv=None):
     q_in = PFWCP(0.1).calibrate([AgentCalibration(s, w) for s, w in zip(dr.cal_scores, dr.cal_weights)]).threshold(dr.test_weights)
     timer = Path(tempfile.mkdtemp()) / "client_seconds.txt"
     t0 = time.perf_counter()
-    res = simulate_pipeline(a.dataset, K=a.K, seed=a.seed, n_test=a.n_test, train_kw=tk, client_mods=[client_timer(str(timer))])
+    res = simulate_pipeline(a.dataset, K=a.K, seed=a.seed, n_test=a.n_test, train_kw=tk, client_mods=[client_timer(str(timer))],
+                            node_timeout=a.node_timeout)
     t_fl = time.perf_counter() - t0
     calls = [line.split() for line in timer.read_text().splitlines()]
     client = {}
