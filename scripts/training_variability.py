@@ -1,15 +1,18 @@
 """Collect the training-variability runs (results/training_variability/run.sh) and write, into OUT:
 all_runs.csv (every training's rows), variability.csv (`reproduce.training_variability`), variability_<mc|ccc>.md
-(`report.variability_table`), and the paper comparisons of the stored grid counting the spread over trainings:
-compare_<mc|ccc>_severe_with_training.<csv|md> (`report.compare_with_paper(..., variability=)`).
+(`report.variability_table`), the paper comparisons of the stored grid counting the spread over trainings:
+compare_<mc|ccc>_severe_with_training.<csv|md> (`report.compare_with_paper(..., variability=)`), and summary.md
+(PFWCP per dataset; the comparisons whose verdict changes; machines/drift.csv when present).
 Usage: python scripts/training_variability.py OUT [--stored results/severe/results.csv]"""
 import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from pfwcp_nb.report import comparison_markdown, compare_with_paper, variability_table, verdict_changes
+from pfwcp_nb.report import (PAPER_DATASET_ORDER, comparison_markdown, compare_with_paper, variability_table,
+                             verdict_changes)
 from pfwcp_nb.reproduce import training_variability
 
 
@@ -44,7 +47,55 @@ def main():
             + comparison_markdown(cmp) + cmd)
         ch = verdict_changes(cmp)
         print(f"{g}: {len(ch)} comparisons change verdict:", ", ".join(f"{r.method}/{r.dataset}" for r in ch.itertuples()))
+    (out / "summary.md").write_text(summary(tv, out, stored))
     print(f"{len(files)} runs; datasets with >= 2 trainings: {sorted(tv.dataset.unique())}")
+
+
+def summary(tv: pd.DataFrame, out: Path, stored: pd.DataFrame) -> str:
+    "PFWCP per dataset (spread over trainings next to the Monte Carlo error), verdict changes, machine drift."
+    f = lambda x: f"{100 * x:.2f}"
+    lines = ["# Training variability: summary", "",
+             f"PFWCP, severe heterogeneity, estimated weights, {tv.n_sims.iloc[0]} draws × {tv.n_test.iloc[0]} test points "
+             "per training, the same draws for every training; CP (whose MC and CCC do not depend on the model "
+             "in expectation) as the yardstick of what the shared draws alone let move. In % points.", "",
+             "| dataset | trainings | PFWCP MC: mean | s.d. over trainings | MC s.e. | PFWCP CCC: mean | s.d. over "
+             "trainings | MC s.e. | CCC ≥ 90 % in | CP MC s.d. | CP CCC s.d. |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    t = tv.set_index(["dataset", "method", "guarantee"])
+    for ds in [d for d in PAPER_DATASET_ORDER if (d, "PFWCP", "mc") in t.index]:
+        mc, cc = t.loc[(ds, "PFWCP", "mc")], t.loc[(ds, "PFWCP", "ccc")]
+        cp_mc, cp_cc = t.loc[(ds, "CP", "mc")], t.loc[(ds, "CP", "ccc")]
+        lines.append(f"| {ds} | {mc.n_trainings} | {f(mc['mean'])} | {f(mc.train_sd)} | {f(mc.mc_se)} | "
+                     f"{f(cc['mean'])} | {f(cc.train_sd)} | {f(cc.mc_se)} | {cc.n_meet} of {cc.n_trainings} | "
+                     f"{f(cp_mc.train_sd)} | {f(cp_cc.train_sd)} |")
+    lines += ["", "Comparisons of `severe/results.csv` (500 × 500, one training) with the paper whose verdict changes "
+              "once the spread over trainings is counted (|z| > 2: differs; z = (ours − paper) / s.e., then "
+              "/ sqrt(s.e.² + s.d.²)):", "",
+              "| method | dataset | guarantee | ours | MC s.e. | training s.d. | paper | z | z with training |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    n_all = 0
+    for g in ("mc", "ccc"):
+        cmp = compare_with_paper(stored, g, variability=tv)
+        n_all += int(np.isfinite(cmp.z_total).sum())
+        for r in verdict_changes(cmp).itertuples():
+            lines.append(f"| {r.method} | {r.dataset} | {g} | {r.ours:.2f} | {r.ours_se:.2f} | {r.train_sd:.2f} | "
+                         f"{r.paper:.2f} | {r.z:+.1f} | {r.z_total:+.1f} |")
+    lines += ["", f"(out of {n_all} comparisons with a training s.d.)"]
+    drift = out / "machines" / "drift.csv"
+    if drift.exists():
+        d = pd.read_csv(drift)
+        lines += ["", "Trained models on emulated machines (`machines/drift.csv`): the largest change of the predictor's "
+                  "output on 1100 fixed points, relative RMS change (RMS of the change / RMS of the residuals), and "
+                  "of the pairwise log-ratios (float32 only); 'base, model seed 1' is another training on this "
+                  "machine, the yardstick.", "",
+                  "| dataset | epochs | dtype | machine | predictor max abs | predictor rel. RMS | log-ratio max abs | "
+                  "identical |", "|---|---:|---|---|---:|---:|---:|---|"]
+        for r in d.itertuples():
+            lr = getattr(r, "log_ratio_max_abs", np.nan)
+            lines.append(f"| {r.dataset} | {r.epochs} | {r.dtype} | {r.machine} | {r.pred_max_abs:.2e} | "
+                         f"{r.pred_rms_rel:.2e} | {'–' if not np.isfinite(lr) else f'{lr:.2e}'} | "
+                         f"{'yes' if r.identical else 'no'} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
