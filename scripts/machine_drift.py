@@ -3,7 +3,9 @@ budget) in child processes whose torch/MKL code paths differ, in float32 (the st
 `fedavg_many(dtype=)`), against the yardstick of another training seed on the same machine.
 
 Emulated machines: ATEN_CPU_CAPABILITY=default / avx2 (torch's vectorised kernels: another CPU generation),
-MKL_CBWR=COMPATIBLE (MKL's conditional-numerical-reproducibility path: another BLAS code path), torch with 2 threads.
+MKL_CBWR=COMPATIBLE (MKL's conditional-numerical-reproducibility path: another BLAS code path). The thread counts
+are not a machine difference any more: training runs on one torch thread (`fedavg_many(num_threads=1)`) and the runner
+pins one torch and one BLAS thread.
 Usage: python scripts/machine_drift.py OUT_DIR [--datasets gaussian:5000 airfoil:1000]   (DATASET:EPOCHS)"""
 import argparse
 import json
@@ -17,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 VARIANTS = {"base": {}, "aten-default": {"ATEN_CPU_CAPABILITY": "default"}, "aten-avx2": {"ATEN_CPU_CAPABILITY": "avx2"},
-            "mkl-compatible": {"MKL_CBWR": "COMPATIBLE"}, "torch-2-threads": {}}
+            "mkl-compatible": {"MKL_CBWR": "COMPATIBLE"}}   # thread counts: fixed to one by fedavg and the runner
 
 
 def child(dataset: str, epochs: int, dtype: str, model_seed: int, threads: int, out: str):
@@ -65,7 +67,7 @@ def main():
                 if not f.exists():
                     env = {**os.environ, **VARIANTS[v], "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
                     subprocess.run([sys.executable, __file__, str(out), "--child", ds, ep, dt, str(ms),
-                                    "2" if v == "torch-2-threads" else "1", "--child-out", str(f)], env=env, check=True)
+                                    "1", "--child-out", str(f)], env=env, check=True)
                 runs[(dt, v, ms)] = dict(np.load(f))
             b = runs[(dt, "base", 0)]
             scale = float(np.sqrt(np.mean((b["y"] - b["pred"]) ** 2))) if b["pred"].ndim == 1 else 1.0

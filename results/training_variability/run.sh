@@ -3,7 +3,9 @@
 # trainings of every model (--model-seed 0 = the stored grid's models, 1-4 new), 200 calibration draws x 300 test
 # points, estimated weights, every method except the localized ones (FGLCP, osPFWGLCP: their draws cost 3/4 of the
 # draw time) and the one-shot MC cells. Two runs at a time (one worker each): first the synthetic datasets (5
-# trainings), then star and concrete, protein (the cells of the issue), then the other real datasets.
+# trainings), then star and concrete, protein (the cells of the issue), then the other real datasets. JOBS (e.g.
+# "star,1 concrete,1 gaussian_poisson,4") runs those (DATASETS,MODEL_SEED) pairs instead, in that order; PAR: how
+# many at a time (default 2).
 # Usage: bash results/training_variability/run.sh [CACHE]   (PFWCP_DATA_DIR must point at the data;
 # PFWCP overrides the command, e.g. "python -m pfwcp_nb.runner"; SEED0_MODELS: a cache's models/ of the stored grid)
 set -euo pipefail
@@ -19,7 +21,8 @@ one() {   # one run: DATASETS (space separated) and MODEL_SEED
   echo "done $ds model seed $m $(date -u +%H:%M:%S)"
 }
 export -f one
-{ for m in 0 1 2 3 4; do echo "gaussian poisson,$m"; done
+if [ -n "${JOBS:-}" ]; then tr ' ' '\n' <<< "$JOBS" | tr '_' ' '; else   # JOBS="star,1 concrete,1 gaussian_poisson,4 ..."
+  for m in 0 1 2 3 4; do echo "gaussian poisson,$m"; done
   for m in 0 1 2 3 4; do for ds in star concrete protein; do echo "$ds,$m"; done; done
   for m in 0 1 2 3 4; do for ds in airfoil bike crime cifar10c; do echo "$ds,$m"; done; done
-} | xargs -P 2 -I{} bash -c 'IFS=, read -r ds m <<< "{}"; one "$ds" "$m"'
+fi | xargs -P "${PAR:-2}" -I{} bash -c 'IFS=, read -r ds m <<< "{}"; one "$ds" "$m"'
