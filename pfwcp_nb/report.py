@@ -218,7 +218,7 @@ def _training_markdown(cmp: pd.DataFrame, method: str, key: str) -> str:
                        f"{'–' if not np.isfinite(r.train_sd) else f'{r.train_sd:.2f}'} | {r.paper:.2f} | {f(r.z)} | "
                        f"{f(r.z_total)} | {verdict(r.z)} → {verdict(r.z_total)} |")
     ch = verdict_changes(cmp)
-    out += ["", f"{len(ch)} of {int(np.isfinite(prim.z_total).sum())} comparisons change verdict (|z| > 2: differs from the "
+    out += ["", f"{len(ch)} of {int((np.isfinite(prim.z_total) & np.isfinite(prim.z)).sum())} comparisons change verdict (|z| > 2: differs from the "
                 "paper) once the spread over trainings is counted."]
     return "\n".join(out)
 
@@ -228,8 +228,9 @@ def verdict(z: float, z_crit: float = 2.0) -> str:
 
 def verdict_changes(cmp: pd.DataFrame, # `compare_with_paper(..., variability=)` rows
                     z_crit: float = 2.0) -> pd.DataFrame:
-    "The rows whose verdict against the paper (|z| > z_crit: differs) changes once the training s.d. is counted."
-    d = cmp[np.isfinite(cmp.get("z_total", pd.Series(np.nan, index=cmp.index)))]
+    """The rows whose verdict against the paper (|z| > z_crit: differs) changes once the training s.d. is counted (rows
+    without a z before, our standard error being 0, are left out)."""
+    d = cmp[np.isfinite(cmp.get("z_total", pd.Series(np.nan, index=cmp.index))) & np.isfinite(cmp.z)]   # both verdicts
     return d[[verdict(a, z_crit) != verdict(b, z_crit) for a, b in zip(d.z, d.z_total)]]
 
 # %% ../nbs/08d_report.ipynb #76155e7b

@@ -76,7 +76,7 @@ def summary(tv: pd.DataFrame, out: Path, stored: pd.DataFrame) -> str:
     n_all = 0
     for g in ("mc", "ccc"):
         cmp = compare_with_paper(stored, g, variability=tv)
-        n_all += int(np.isfinite(cmp.z_total).sum())
+        n_all += int((np.isfinite(cmp.z_total) & np.isfinite(cmp.z)).sum())
         for r in verdict_changes(cmp).itertuples():
             lines.append(f"| {r.method} | {r.dataset} | {g} | {r.ours:.2f} | {r.ours_se:.2f} | {r.train_sd:.2f} | "
                          f"{r.paper:.2f} | {r.z:+.1f} | {r.z_total:+.1f} |")
