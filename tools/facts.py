@@ -157,6 +157,17 @@ def which(path: str, query: str, key: str = "dataset", **where) -> str:
     return ", ".join(v) if v else "none"
 
 
+def max_diff(path_a: str, path_b: str, cols=("MC", "CCC", "CMC", "Eff_finite", "inf_frac"),
+             on=("dataset", "heterogeneity", "weights", "guarantee", "method"), fmt: str = ".2g", **where) -> str:
+    "Largest |a - b| over the common rows (joined on `on`) and columns `cols` of two CSVs: '0' when identical."
+    a, b = rows(path_a, **where), rows(path_b, **where)
+    j = a.merge(b, on=list(on), suffixes=("_a", "_b"))
+    if j.empty:
+        raise ValueError(f"results/{path_a} and results/{path_b} have no rows in common on {on}")
+    d = max(float((j[c + "_a"].astype(float) - j[c + "_b"].astype(float)).abs().max()) for c in cols)
+    return "0" if d == 0 else format(d, fmt)
+
+
 def draw_seconds(path: str, fmt: str = ".1f", **where) -> str:
     "CPU seconds spent building the draws of the selected rows (`draw_seconds` counted once per dataset × setting × guarantee)."
     d = rows(path, **where)
@@ -182,5 +193,5 @@ def ccc(path: str, fmt: str = ".1f", **where) -> str:
 
 
 NAMESPACE = {f.__name__: f for f in (table, rows, val, pct, span, pspan, total, draw_seconds, jsonl, jspan, grep, cell, cells,
-                                     count, which,
+                                     count, which, max_diff,
                                      clopper_pearson, ci, ccc, round, float, int, min, max, abs, len, sum, format, str)}
