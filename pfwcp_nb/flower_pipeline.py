@@ -466,14 +466,15 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
         if q.shape != (len(data.test_X),) or np.any(np.isnan(q)):
             raise ValueError(f"{who}: thresholds must be ({len(data.test_X)},) without NaN, got {q.shape}.")
         pred = _agent_predictor(ctx)
-        out = {"type": "Prediction", "m": len(q), "coverage": None, "mean_size": None}
+        fin = np.isfinite(q)                      # an infinite threshold: the whole line / every label
+        out = {"type": "Prediction", "m": len(q), "coverage": None, "mean_size": None,
+               "infinite_share": float(np.mean(~fin))}
         if pred.task == "regression":
-            out["mean_size"] = float(np.mean(2 * q))
-            if data.test_y is not None: out["coverage"] = float(np.mean(pred.scores(data.test_X, data.test_y) <= q))
+            out["mean_size"] = float(np.mean(2 * q[fin])) if fin.any() else None      # mean length of the finite intervals
         else:
             S = 1.0 - pred.predict_proba(data.test_X)
             out["mean_size"] = float(np.mean((S <= q[:, None]).sum(1)))
-            if data.test_y is not None: out["coverage"] = float(np.mean(pred.scores(data.test_X, data.test_y) <= q))
+        if data.test_y is not None: out["coverage"] = float(np.mean(pred.scores(data.test_X, data.test_y) <= q))
         return _pipe(out)
     raise ValueError(f"{who}: unknown pipeline stage {st!r}.")
 
@@ -512,7 +513,8 @@ class PipelineResult:
     ratio_nets: list = field(default_factory=list)        # K-1 pairwise classifiers (torch modules)
     thresholds: np.ndarray | None = None                  # (m,) for the test agent's test points
     coverage: float | None = None                         # reported by the test agent (labels given)
-    mean_size: float | None = None                        # mean interval length / set size
+    mean_size: float | None = None                        # mean length of the finite intervals / mean set size
+    infinite_share: float | None = None                   # share of test points with an infinite threshold
     agents: list = field(default_factory=list)            # the calibration federation (agent indices, 0 first)
     n_eff: list = field(default_factory=list)             # their n_eff
     agg_weights: list = field(default_factory=list)       # their aggregation weights
@@ -816,7 +818,9 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
                        MessageType.QUERY, "prediction")
     need_test_agent(got, "prediction")
     d = _msg_json(got[0], "agent 0")
-    res.coverage, res.mean_size = d.get("coverage"), d.get("mean_size")
+    if d.get("type") != "Prediction" or d.get("m") != len(res.thresholds):
+        raise ValueError(f"prediction: the test agent's answer is not a Prediction for {len(res.thresholds)} points: {d!r:.200}")
+    res.coverage, res.mean_size, res.infinite_share = d["coverage"], d["mean_size"], d["infinite_share"]
 
 # %% ../nbs/10b_flower_pipeline.ipynb #e8178a8d
 def federation_data(dataset: str, heterogeneity: str = "severe", *, seed: int = 0, K: int = 11, n_train: int = 50,
@@ -916,8 +920,8 @@ def save_result(res: PipelineResult, path) -> None:
     arrs.update({f"predictor/{k}": p.detach().numpy() for k, p in res.predictor.model.named_parameters()})
     for g, net in enumerate(res.ratio_nets):
         arrs.update({f"ratios-{g}/{k}": p.detach().numpy() for k, p in net.named_parameters()})
-    summary = {k: getattr(res, k) for k in ("coverage", "mean_size", "agents", "trained", "ratio_steps", "rounds",
-                                           "events", "seconds")}
+    summary = {k: getattr(res, k) for k in ("coverage", "mean_size", "infinite_share", "agents", "trained", "ratio_steps",
+                                           "rounds", "events", "seconds")}
     summary.update(y_mean=res.predictor.y_mean, y_std=res.predictor.y_std)
     np.savez(str(path), summary=np.asarray(json.dumps(summary)), **arrs)
 
