@@ -207,10 +207,14 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
         return Regime(method="PFWCP", options=dict(select="finite-first"), check=False, **common,
                       reason=f"local CP returns the whole line at n_1={n1} for this guarantee; the federation is the "
                              "only informative option (too few own points for the check)")
+    if delta is None:
+        return Regime(method="CP", options={}, check=False, **common,
+                      reason="marginal coverage with a finite local CP: split CP is exact and was as narrow as PFWCP's "
+                             "finite sets on most dataset-levels measured, with no infinite set and no ratio")
     if w1 >= DOMINANT_WEIGHT:
         return Regime(method="CP", options={}, check=False, **common,
                       reason=f"the test agent carries w_1={w1:.2f} >= {DOMINANT_WEIGHT} of the aggregation weight: the "
-                             "federated threshold is its own quantile on most test points; local CP is exact and needs no ratio")
+                             "federated threshold is pinned to its own quantile; local CP is exact and needs no ratio")
     return Regime(method="PFWCP", options=dict(select="finite-first", gamma="auto"), check=True, **common,
                   reason=f"the other agents carry {1 - w1:.2f} of the weight: PFWCP with the band (gamma from the test "
                          "agent's leave-one-out check) and finite-first cells; run trust_check, fall back to CP if it fails")

@@ -1,14 +1,16 @@
-"""Issue 17 items 4 and 7: the recommended configuration (results/recommended_<level>/) next to the paper's
-(results/<level>/), and the trust check's flags against the per-draw coverage (results/recommended_<level>/check/).
+"""Issue 17 items 4 and 7: PFWCP's recommended configuration (`--select finite-first --gamma auto`) next to the
+paper's configuration on the same calibration draws, and the test agent's trust check against the per-draw coverage.
 
     python scripts/recommended_summary.py --cache CACHE --out results/recommended_summary
 
-Writes `table.csv` (one row per dataset-level), `counts.md` (the issue's counts per level), `check_flags.csv` and
-`README`-ready markdown `summary.md`. Targets (issue 17): PFWCP MC >= 90 % - 2 s.e., CCC >= 90 % - 1 s.e.; CCC
-infinite share <= 10 % (moderate, mild) / <= half the paper rule's (severe); mean finite width within 15 % of the
-oracle-weight PFWCP's (the paper rule's `PFWCP-oracle` rows of results/<level>/)."""
+Reads, per level L: results/recommended_L/results.csv (recommended, CCC), results/recommended_L/check/results.csv (the
+paper's configuration with the check, CCC, estimated and oracle weights: the same draws), results/recommended_L/mc/ and
+mc_paper/ (MC, recommended and paper configuration, estimated and oracle) where they exist, and results/L/results.csv
+(the paper's 500-draw grid, for osPFWCP). The per-draw flags come from the check cells of CACHE. Writes `table.csv`
+(one row per dataset-level), `counts.md` (the issue's counts per level) and `check_flags.csv`.
+Targets (issue 17): PFWCP MC >= 90 % - 2 s.e., CCC >= 90 % - 1 s.e.; CCC infinite share <= 10 % (moderate, mild) /
+<= half the paper rule's (severe); mean finite width within 15 % of the oracle-weight PFWCP's on the same draws."""
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,39 +21,45 @@ from pfwcp_nb.cache import load_cell
 LEVELS = ("severe", "moderate", "mild")
 
 
+def _read(path) -> pd.DataFrame:
+    p = Path(path)
+    return pd.read_csv(p) if p.exists() else pd.DataFrame(columns=["dataset", "method", "guarantee"])
+
+
+def _get(df, ds, method, g, col):
+    r = df[(df.dataset == ds) & (df.method == method) & (df.guarantee == g)]
+    return float(r[col].iloc[0]) if len(r) else np.nan
+
+
 def rows(level: str) -> pd.DataFrame:
-    paper = pd.read_csv(f"results/{level}/results.csv")
-    rec_path = Path(f"results/recommended_{level}/results.csv")
-    rec = pd.read_csv(rec_path) if rec_path.exists() else paper.iloc[:0]
+    full = _read(f"results/{level}/results.csv")
+    base = Path(f"results/recommended_{level}")
+    rec = pd.concat([_read(base / "results.csv"), _read(base / "mc" / "results.csv")], ignore_index=True)
+    same = pd.concat([_read(base / "check" / "results.csv"), _read(base / "mc_paper" / "results.csv")], ignore_index=True)
     out = []
-    for ds in sorted(set(paper.dataset)):
-        def get(df, method, g, col):
-            r = df[(df.dataset == ds) & (df.method == method) & (df.guarantee == g)]
-            return float(r[col].iloc[0]) if len(r) else np.nan
-        row = dict(level=level, dataset=ds)
-        for tag, df in (("paper", paper), ("rec", rec)):
-            row[f"{tag}_mc"], row[f"{tag}_mc_se"] = get(df, "PFWCP", "mc", "MC"), get(df, "PFWCP", "mc", "MC_se")
-            row[f"{tag}_ccc"], row[f"{tag}_ccc_se"] = get(df, "PFWCP", "ccc", "CCC"), get(df, "PFWCP", "ccc", "CCC_se")
-            row[f"{tag}_ccc_inf"] = get(df, "PFWCP", "ccc", "inf_frac")
-            row[f"{tag}_mc_inf"] = get(df, "PFWCP", "mc", "inf_frac")
-            row[f"{tag}_mc_width"] = get(df, "PFWCP", "mc", "Eff_finite")
-            row[f"{tag}_ccc_width"] = get(df, "PFWCP", "ccc", "Eff_finite")
-        row["oracle_mc_width"] = get(paper, "PFWCP-oracle", "mc", "Eff_finite")
-        row["oracle_ccc_width"] = get(paper, "PFWCP-oracle", "ccc", "Eff_finite")
-        row["os_ccc"], row["os_ccc_se"] = get(paper, "osPFWCP", "ccc", "CCC"), get(paper, "osPFWCP", "ccc", "CCC_se")
-        for tag in ("paper", "rec"):
-            row[f"{tag}_mc_ok"] = row[f"{tag}_mc"] >= 0.9 - 2 * row[f"{tag}_mc_se"]
-            row[f"{tag}_ccc_ok"] = row[f"{tag}_ccc"] >= 0.9 - row[f"{tag}_ccc_se"]
-            for g in ("mc", "ccc"):
-                row[f"{tag}_{g}_width_vs_oracle"] = row[f"{tag}_{g}_width"] / row[f"oracle_{g}_width"] - 1
-        row["os_ccc_ok"] = row["os_ccc"] >= 0.9 - row["os_ccc_se"]
-        row["rec_ran"] = not np.isnan(row["rec_mc"])
+    for ds in sorted(set(full.dataset)):
+        row = dict(level=level, dataset=ds, n_sims=_get(rec, ds, "PFWCP", "ccc", "n_sims"))
+        for g in ("mc", "ccc"):
+            key = "MC" if g == "mc" else "CCC"
+            for tag, df, m in (("rec", rec, "PFWCP"), ("paper", same, "PFWCP"), ("oracle", same, "PFWCP-oracle"),
+                               ("rec_oracle", rec, "PFWCP-oracle")):
+                row[f"{tag}_{g}"], row[f"{tag}_{g}_se"] = _get(df, ds, m, g, key), _get(df, ds, m, g, f"{key}_se")
+                row[f"{tag}_{g}_inf"], row[f"{tag}_{g}_width"] = _get(df, ds, m, g, "inf_frac"), _get(df, ds, m, g, "Eff_finite")
+            ok = (lambda v, se: v >= 0.9 - 2 * se) if g == "mc" else (lambda v, se: v >= 0.9 - se)
+            for tag in ("rec", "paper", "oracle"):
+                v = row[f"{tag}_{g}"]
+                row[f"{tag}_{g}_ok"] = bool(ok(v, row[f"{tag}_{g}_se"])) if np.isfinite(v) else np.nan
+            row[f"rec_{g}_width_vs_oracle"] = row[f"rec_{g}_width"] / row[f"oracle_{g}_width"] - 1
+            row[f"paper_{g}_width_vs_oracle"] = row[f"paper_{g}_width"] / row[f"oracle_{g}_width"] - 1
+            row[f"paper500_{g}"], row[f"paper500_{g}_se"] = _get(full, ds, "PFWCP", g, key), _get(full, ds, "PFWCP", g, f"{key}_se")
+        row["os500_ccc"], row["os500_ccc_se"] = _get(full, ds, "osPFWCP", "ccc", "CCC"), _get(full, ds, "osPFWCP", "ccc", "CCC_se")
+        row["os500_ccc_ok"] = bool(row["os500_ccc"] >= 0.9 - row["os500_ccc_se"])
         out.append(row)
     return pd.DataFrame(out)
 
 
 def check_flags(cache: Path, level: str) -> list:
-    "Per dataset: the check's flag rate on the paper configuration's CCC draws, estimated vs oracle weights."
+    "Per dataset and weights: the check's flag rate on the paper configuration's CCC draws, overall and by the draw's coverage."
     out = []
     for f in sorted(cache.glob(f"cells/*__{level}__*__PFWCP__ccc__*.npz")):
         z = load_cell(f)
@@ -59,35 +67,40 @@ def check_flags(cache: Path, level: str) -> list:
             continue
         cov, fl = z["coverage"], z["flagged"].astype(bool)
         low = cov < 0.9
-        out.append(dict(level=level, dataset=z["meta"]["dataset"], weights=z["meta"]["weights"], n_draws=cov.size,
+        out.append(dict(level=level, dataset=z["meta"]["dataset"], weights=z["meta"]["weights"], n_draws=int(cov.size),
                         ccc=float(np.mean(~low)), flag_rate=float(fl.mean()), n_below=int(low.sum()),
                         flag_rate_below=float(fl[low].mean()) if low.any() else np.nan,
                         flag_rate_above=float(fl[~low].mean()) if (~low).any() else np.nan))
     return out
 
 
+def _n(s) -> str:
+    s = s.dropna()
+    return f"{int(s.sum())} of {len(s)}" if len(s) else "not run"
+
+
 def main():
-    p = argparse.ArgumentParser()
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cache", required=True, help="the cache of the check runs (cells with per-draw flags)")
     p.add_argument("--out", default="results/recommended_summary")
     a = p.parse_args()
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     tab = pd.concat([rows(lv) for lv in LEVELS], ignore_index=True)
     tab.to_csv(out / "table.csv", index=False)
-    lines = ["| level | datasets run | PFWCP MC ok (paper / rec.) | PFWCP CCC ok (paper / rec.) | osPFWCP CCC ok (paper) | "
-             "PFWCP-CCC inf. share max (paper / rec.) | finite width vs oracle, MC median (max) | CCC median (max) |",
-             "|---|---|---|---|---|---|---|---|"]
-    for lv in LEVELS:
-        t = tab[(tab.level == lv)]
-        r = t[t.rec_ran]
-        pct = lambda s: f"{100 * np.nanmedian(s):+.1f} % ({100 * np.nanmax(s):+.1f} %)" if len(s) else "-"
-        lines.append(f"| {lv} | {len(r)} of {len(t)} | {int(r.paper_mc_ok.sum())} / {int(r.rec_mc_ok.sum())} | "
-                     f"{int(r.paper_ccc_ok.sum())} / {int(r.rec_ccc_ok.sum())} | {int(r.os_ccc_ok.sum())} | "
-                     f"{100 * r.paper_ccc_inf.max():.1f} / {100 * r.rec_ccc_inf.max():.1f} % | "
-                     f"{pct(r.rec_mc_width_vs_oracle)} | {pct(r.rec_ccc_width_vs_oracle)} |")
-    (out / "counts.md").write_text("\n".join(lines) + "\n")
     fl = pd.DataFrame([r for lv in LEVELS for r in check_flags(Path(a.cache), lv)])
     fl.to_csv(out / "check_flags.csv", index=False)
+    pct = lambda s: (f"{100 * np.nanmedian(s):+.1f} % (max {100 * np.nanmax(s):+.1f} %)" if s.notna().any() else "-")
+    lines = ["| level | PFWCP MC ok: paper / recommended | PFWCP CCC ok: paper / recommended | osPFWCP CCC ok (paper grid, 500 draws) | "
+             "PFWCP-CCC infinite share, max: paper / recommended | recommended finite width vs oracle PFWCP, MC | CCC |",
+             "|---|---|---|---|---|---|---|"]
+    for lv in LEVELS:
+        t = tab[tab.level == lv]
+        r = t[t.rec_ccc.notna()]
+        lines.append(f"| {lv} | {_n(t.paper_mc_ok[t.rec_mc.notna()])} / {_n(t.rec_mc_ok)} | {_n(r.paper_ccc_ok)} / {_n(r.rec_ccc_ok)} | "
+                     f"{_n(t.os500_ccc_ok)} | "
+                     + (f"{100 * r.paper_ccc_inf.max():.1f} % / {100 * r.rec_ccc_inf.max():.1f} %" if len(r) else "-")
+                     + f" | {pct(t.rec_mc_width_vs_oracle)} | {pct(r.rec_ccc_width_vs_oracle)} |")
+    (out / "counts.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(fl.to_string() if len(fl) else "no check cells")
 
