@@ -38,7 +38,7 @@ def rows(level: str) -> pd.DataFrame:
     same = pd.concat([_read(base / "check" / "results.csv"), _read(base / "mc_paper" / "results.csv")], ignore_index=True)
     out = []
     for ds in sorted(set(full.dataset)):
-        row = dict(level=level, dataset=ds, n_sims=_get(rec, ds, "PFWCP", "ccc", "n_sims"))
+        row = dict(level=level, dataset=ds, cell=f"{ds} ({level})", n_sims=_get(rec, ds, "PFWCP", "ccc", "n_sims"))
         for g in ("mc", "ccc"):
             key = "MC" if g == "mc" else "CCC"
             for tag, df, m in (("rec", rec, "PFWCP"), ("paper", same, "PFWCP"), ("oracle", same, "PFWCP-oracle"),
@@ -68,7 +68,8 @@ def check_flags(cache: Path, level: str) -> list:
         cov, fl = z["coverage"], z["flagged"].astype(bool)
         low = cov < 0.9
         out.append(dict(level=level, dataset=z["meta"]["dataset"], weights=z["meta"]["weights"], n_draws=int(cov.size),
-                        ccc=float(np.mean(~low)), flag_rate=float(fl.mean()), n_below=int(low.sum()),
+                        ccc=float(np.mean(~low)), n_flagged=int(fl.sum()), flag_rate=float(fl.mean()), n_below=int(low.sum()),
+                        n_flagged_below=int(fl[low].sum()),
                         flag_rate_below=float(fl[low].mean()) if low.any() else np.nan,
                         flag_rate_above=float(fl[~low].mean()) if (~low).any() else np.nan))
     return out
