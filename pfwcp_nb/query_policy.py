@@ -4,11 +4,12 @@
 
 # %% ../nbs/02d_query_policy.ipynb #a7f252af
 from __future__ import annotations
-import json, os
+import contextlib, fcntl, json, os, warnings
 from pathlib import Path
 import numpy as np
 from .procedure import paper_grid
 from .pfwcp import AgentCalibration
+from .oneshot import oneshot_level
 from ._validate import check_unit_open, check_pos_int
 
 # %% auto #0
@@ -28,23 +29,52 @@ class QueryPolicy:
                  test_agent: bool = False, # the test agent: every test weight must be 1
                  max_test_weights: int = 1000, # test weights answered in all (PFWCP messages)
                  max_oneshot: int = 2, # one-shot messages answered in all (osPFWCP: MC and CCC)
-                 state=None, # JSON file keeping the counts across runs (None: in memory)
+                 state=None, # JSON file keeping the counts across runs (None: in memory); locked while admitting
+                 delta: float = 0.1, # the agreed CCC level delta (fixes osPFWCP's CCC one-shot level with `n1`)
+                 n1: int | None = None, # the test agent's n, as agreed: one-shot levels are then exactly osPFWCP's
+                 oneshot_levels=None, # the admitted one-shot levels beta_breve (1-D); overrides `n1`
                 ):
         self.levels = (np.asarray(paper_grid(alpha)[0], dtype=float) if levels is None
                        else np.unique(np.asarray(levels, dtype=float).ravel()))
         if self.levels.size == 0 or np.any(~np.isfinite(self.levels)) or np.any((self.levels <= 0) | (self.levels >= 1)):
             raise ValueError(f"`levels` must be a non-empty list of betas in (0, 1), got {self.levels}.")
+        if oneshot_levels is None and n1 is not None:   # notebook 03's rules: "cp-rank" (MC, CCC), "procedure1" (a grid level)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")               # a small n1's warning belongs to the server's plan
+                oneshot_levels = [oneshot_level(alpha, None, n1), oneshot_level(alpha, check_unit_open(delta, "delta"), n1),
+                                  *self.levels]
+        self.oneshot_levels = None if oneshot_levels is None else np.unique(np.asarray(oneshot_levels, dtype=float).ravel())
+        if self.oneshot_levels is not None and (self.oneshot_levels.size == 0 or np.any(~np.isfinite(self.oneshot_levels))
+                                                or np.any((self.oneshot_levels <= 0) | (self.oneshot_levels >= 1))):
+            raise ValueError(f"`oneshot_levels` must be a non-empty list of levels in (0, 1), got {self.oneshot_levels}.")
         self.lock_level, self.test_agent = bool(lock_level), bool(test_agent)
         self.max_test_weights = check_pos_int(max_test_weights, "max_test_weights")
         self.max_oneshot = check_pos_int(max_oneshot, "max_oneshot")
         self.state = None if state is None else Path(state)
         self.used = {"test_weights": 0, "oneshot": 0, "level": None}
+        self._load()
+
+    def _load(self):
         if self.state is not None and self.state.exists():
             saved = json.loads(self.state.read_text(encoding="utf-8"))
             if not isinstance(saved, dict) or set(saved) != set(self.used):
                 raise ValueError(f"`state` file {self.state} is not a query-policy state ({sorted(self.used)}); "
                                  "remove it to start a new budget.")
             self.used = saved
+
+    @contextlib.contextmanager
+    def _locked(self):
+        "Hold an exclusive lock on the state file (fcntl.flock on STATE.lock) and re-read it: load, admit, save as one step."
+        if self.state is None:
+            yield
+            return
+        with open(self.state.with_name(self.state.name + ".lock"), "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                self._load()
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
     def _save(self):
         if self.state is not None:
@@ -55,18 +85,25 @@ class QueryPolicy:
     @classmethod
     def answer_all(cls) -> "QueryPolicy":
         "A policy that admits every well-formed request, any level, no budget: an agent that agreed to nothing (avoid)."
-        p = cls(levels=[0.5], max_test_weights=2**62, max_oneshot=2**62)
+        p = cls(levels=[0.5], max_test_weights=2**62, max_oneshot=2**62, oneshot_levels=[0.5])
         p.any_level = True
         return p
 
     any_level = False   # True only for `answer_all`
+
+    def _oneshot_rule(self) -> str:
+        if self.oneshot_levels is None:
+            return f"levels in (0, {self.levels.max():.6g}]"
+        b = self.oneshot_levels
+        return ("levels {" + ", ".join(f"{x:.6g}" for x in b) + "}" if b.size <= 4 else
+                f"{b.size} agreed levels in [{b.min():.6g}, {b.max():.6g}]")
 
     def __repr__(self):
         if self.any_level:
             return "QueryPolicy.answer_all()"
         return (f"QueryPolicy({self.levels.size} levels in [{self.levels.min():.4g}, {self.levels.max():.4g}], "
                 f"test weights {self.used['test_weights']}/{self.max_test_weights}, "
-                f"one-shot {self.used['oneshot']}/{self.max_oneshot}, lock_level={self.lock_level}, "
+                f"one-shot {self.used['oneshot']}/{self.max_oneshot} at {self._oneshot_rule()}, lock_level={self.lock_level}, "
                 f"test_agent={self.test_agent})")
 
 # %% ../nbs/02d_query_policy.ipynb #62bfe86f
@@ -87,7 +124,12 @@ def _level(policy: QueryPolicy, beta, name: str) -> float:
 def admit(policy: QueryPolicy, # the agent's policy (its counts are updated)
           req: dict, # a request dict (`flower.request`): ask = summary, message or oneshot
          ) -> None:
-    "Refuse (QueryRefused, naming the rule) a request outside the policy; else charge its budget."
+    "Refuse (QueryRefused, naming the rule) a request outside the policy; else charge its budget (state file locked)."
+    with policy._locked():               # two processes sharing the state file cannot both spend the same budget
+        _admit(policy, req)
+        policy._save()
+
+def _admit(policy: QueryPolicy, req: dict) -> None:
     ask = req.get("ask")
     if ask == "summary":
         return
@@ -113,13 +155,18 @@ def admit(policy: QueryPolicy, # the agent's policy (its counts are updated)
         bb = req.get("beta_breve")
         if isinstance(bb, bool) or not isinstance(bb, (int, float)) or not (0.0 < bb < 1.0):
             raise QueryRefused(f"request field `beta_breve` must be a number in (0, 1), got {bb!r}.")
+        bb = float(bb)
+        if not policy.any_level and (bb > policy.levels.max() if policy.oneshot_levels is None
+                                     else not np.any(policy.oneshot_levels == bb)):
+            raise QueryRefused(f"request field `beta_breve`={bb!r} is not an agreed one-shot level: this agent answers "
+                               f"one-shot requests at {policy._oneshot_rule()} only (QueryPolicy.oneshot_levels, or "
+                               "n1 = the test agent's n: osPFWCP's levels for alpha and delta).")
         if policy.used["oneshot"] >= policy.max_oneshot:
             raise QueryRefused(f"request `oneshot`: this agent has answered {policy.used['oneshot']} one-shot requests, "
                                f"its budget (QueryPolicy.max_oneshot={policy.max_oneshot}).")
         policy.used["oneshot"] += 1
     else:
         raise QueryRefused(f"request field `ask`={ask!r} is not a pfwcp request (summary, message, oneshot).")
-    policy._save()
 
 QueryPolicy.admit = admit
 
@@ -152,5 +199,17 @@ def recovered_scores(scores, # the agent's calibration scores (n,): what the att
     for beta in levels[:-1]:                               # one answer at each other level
         try: ask(float(beta), [1.0])
         except QueryRefused: break
+    if policy is None:                                     # one-shot requests: the lowest levels' quantiles first
+        bbs = [1 - 1e-6, 0.5]
+    else:
+        bbs = [top] if policy.oneshot_levels is None else sorted(policy.oneshot_levels, reverse=True)
+        bbs = (bbs + [top * 0.999])[:max(policy.max_oneshot - policy.used["oneshot"], 0)]   # (0, top]: two distinct levels
+    for bb in bbs:
+        r = {"type": "Request", "version": 1, "ask": "oneshot", "beta_breve": float(bb)}
+        try:
+            if policy is not None:
+                policy.admit(r)
+        except QueryRefused: break
+        got.append(agent.oneshot_message(float(bb)).quantile)
     q = np.asarray(got)
     return int(np.isin(np.unique(np.asarray(scores, dtype=float)), q[np.isfinite(q)]).sum())

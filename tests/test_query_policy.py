@@ -1,10 +1,12 @@
 "The agent's query policy (`pfwcp_nb.query_policy`): a curious or malicious server's requests outside the policy are refused before anything is computed, budgets hold across restarts, and the score-recovery attack of issue 18 is bounded."
 import json
+import multiprocessing as mp
 
 import numpy as np
 import pytest
 
 from pfwcp_nb.flower import agent_reply, request
+from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import AgentCalibration
 from pfwcp_nb.procedure import paper_grid
 from pfwcp_nb.quantiles import weighted_quantile
@@ -114,9 +116,10 @@ def test_score_recovery_attack(seed):
     got = recovered_scores(s, w, QueryPolicy())
     assert 0 < got <= int((s >= top).sum()) < 100
     s1, _ = agent(seed + 100, ones=True)
-    assert recovered_scores(s1, None, QueryPolicy(test_agent=True)) <= BETAS.size
-    assert recovered_scores(s1, None, QueryPolicy(test_agent=True, lock_level=True)) == 1
-    assert recovered_scores(s, w, QueryPolicy(max_test_weights=30)) <= 30
+    assert recovered_scores(s1, None, QueryPolicy(test_agent=True)) <= BETAS.size + 2    # + max_oneshot one-shot answers
+    assert recovered_scores(s1, None, QueryPolicy(test_agent=True, lock_level=True)) <= 1 + 2
+    assert recovered_scores(s1, None, QueryPolicy(test_agent=True, lock_level=True, max_oneshot=1)) <= 1 + 1
+    assert recovered_scores(s, w, QueryPolicy(max_test_weights=30)) <= 30 + 2
 
 
 def test_recovered_score_counts_over_seeds_are_reported(capsys):
@@ -125,7 +128,7 @@ def test_recovered_score_counts_over_seeds_are_reported(capsys):
     test1 = np.array([recovered_scores(agent(seed, ones=True)[0], None, QueryPolicy(test_agent=True)) for seed in range(100)])
     print(f"default policy: recovered {counts.min()}-{counts.max()} of 100 scores (median {np.median(counts):.0f}); "
           f"test agent: {test1.min()}-{test1.max()}")
-    assert counts.max() < 100 and test1.max() <= BETAS.size
+    assert counts.max() < 100 and test1.max() <= BETAS.size + 2
 
 
 def test_answer_all_is_explicit_and_admits_any_level():
@@ -135,3 +138,50 @@ def test_answer_all_is_explicit_and_admits_any_level():
     with pytest.raises(QueryRefused, match="must lie in"):
         pol.admit({**request("message", beta=0.5, test_weights=[1.0]), "beta": 1.0})
     assert not QueryPolicy().any_level
+
+
+def test_oneshot_level_outside_the_agreed_levels_is_refused_so_the_lowest_score_stays_home():
+    # red team finding 1: beta_breve = 0.999999 was answered with the agent's minimum score (and the weight above it)
+    s, w = agent()
+    for pol in (QueryPolicy(), QueryPolicy(n1=100)):
+        Spy.computed = 0
+        for bb in (0.999999, 0.5, 0.26):
+            with pytest.raises(QueryRefused, match=r"`beta_breve`=.* is not an agreed one-shot level"):
+                agent_reply(Spy(s, w), request("oneshot", beta_breve=bb), pol)
+        assert Spy.computed == 0 and pol.used["oneshot"] == 0
+    # with n1 agreed, exactly osPFWCP's levels (notebook 03: cp-rank MC and CCC, a grid level for procedure1)
+    summaries = [AgentCalibration(*agent(k, ones=(k == 0))).summary() for k in range(3)]
+    pol = QueryPolicy(n1=100, max_oneshot=10)
+    for delta in (None, 0.1):
+        level = OneShotPFWCP(0.1, delta).plan(summaries)
+        pol.admit(request("oneshot", beta_breve=level))
+    with pytest.raises(QueryRefused, match="not an agreed one-shot level"):
+        pol.admit(request("oneshot", beta_breve=0.06))   # in (0, 1/4], but not osPFWCP's level for n1 = 100
+    with pytest.raises(ValueError, match="oneshot_levels"):
+        QueryPolicy(oneshot_levels=[0.1, 1.0])
+
+
+def _spend(state, n):
+    ok = 0
+    for _ in range(n):
+        try:
+            QueryPolicy(max_test_weights=60, state=state).admit(request("message", beta=float(BETAS[0]), test_weights=[1.0]))
+            ok += 1
+        except QueryRefused:
+            pass
+    return ok
+
+
+def test_two_policies_sharing_a_state_file_cannot_both_spend_the_budget(tmp_path):
+    # red team finding 7: two QueryPolicy objects loaded before either saved both answered 5 + 5 of a budget of 5
+    state = tmp_path / "q.json"
+    a, b = QueryPolicy(max_test_weights=5, state=state), QueryPolicy(max_test_weights=5, state=state)
+    a.admit(request("message", beta=float(BETAS[0]), test_weights=[1.0] * 5))
+    with pytest.raises(QueryRefused, match="5 test weights asked, 0 left"):
+        b.admit(request("message", beta=float(BETAS[0]), test_weights=[1.0] * 5))
+    assert json.loads(state.read_text())["test_weights"] == 5
+    # two processes racing on one file (fcntl.flock around load-admit-save): exactly the budget is spent
+    state2 = tmp_path / "race.json"
+    with mp.get_context("fork").Pool(2) as pool:
+        answered = sum(pool.starmap(_spend, [(state2, 50), (state2, 50)]))
+    assert answered == 60 and json.loads(state2.read_text())["test_weights"] == 60
