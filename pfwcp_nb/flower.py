@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_flower.ipynb #62b311a6
 from __future__ import annotations
-import contextlib, datetime, inspect, ipaddress, json, time, warnings
+import collections, contextlib, datetime, inspect, ipaddress, json, math, time, warnings
 from pathlib import Path
 import numpy as np
 try:
@@ -32,12 +32,14 @@ from .oneshot import OneShotPFWCP
 from ._validate import check_pos_int
 
 # %% auto #0
-__all__ = ['RECORD', 'REQUESTS', 'METHODS', 'RUN_CONFIG', 'NODE_CONFIG', 'client_app', 'server_app', 'FLEET_PREFIX', 'request',
-           'pack', 'strict_json', 'unpack', 'agent_reply', 'agent_client_app', 'ask_agents', 'check_summary',
-           'check_message', 'check_oneshot', 'collect_summaries', 'make_estimator', 'thresholds_over_flower',
-           'agreed_policies', 'simulate_many', 'simulate', 'agent_nodes', 'run_config_values', 'app_pyproject',
-           'write_app_project', 'node_config_values', 'load_node_agent', 'load_node_policy', 'deployed_main',
-           'fleet_proxy_app', 'serve_fleet_proxy', 'make_tls_files']
+__all__ = ['RECORD', 'REQUESTS', 'MAX_JSON_CHARS', 'MAX_INT_DIGITS', 'METHODS', 'SCORE_RANGE', 'RUN_CONFIG', 'NODE_CONFIG',
+           'client_app', 'server_app', 'FLEET_PREFIX', 'FLEET_ROUTES', 'NODE_AUTH_HEADERS', 'MAX_FLEET_BODY', 'request',
+           'pack', 'strict_json', 'unpack', 'agent_reply', 'agent_client_app', 'ask_agents', 'check_score_range',
+           'check_summary', 'check_message', 'check_oneshot', 'collect_summaries', 'make_estimator',
+           'thresholds_over_flower', 'agreed_policies', 'simulate_many', 'simulate', 'agent_nodes', 'agent_max_n',
+           'score_range_value', 'run_config_values', 'app_pyproject', 'write_app_project', 'node_config_values',
+           'load_node_agent', 'load_node_policy', 'deployed_main', 'fleet_proxy_app', 'serve_fleet_proxy',
+           'make_tls_files']
 
 # %% ../nbs/10_flower.ipynb #35ef15d3
 RECORD = "pfwcp"   # name of the one ConfigRecord in every pfwcp Flower message
@@ -64,21 +66,47 @@ def pack(d: dict, # a request or a message's `to_dict()`
         rec["agent"] = int(agent)
     return RecordDict({RECORD: ConfigRecord(rec)})
 
+MAX_JSON_CHARS = 2**24   # 16 Mi characters: a message of m quantiles is about 25 m characters (m up to ~6.7e5)
+MAX_INT_DIGITS = 15      # integers in pfwcp messages are counts (n, version): 15 digits is far above any n
+
 def strict_json(text, # the JSON text of a message
                 sender: str = "the peer", # who sent it, named in every refusal
                ) -> dict:
-    "Parse a message's JSON strictly: no NaN/Infinity literals (±inf travel as strings), a JSON object, named sender."
+    "Parse a message's JSON strictly (ValueError naming `sender`): no NaN/Infinity literals or overflowing numbers, no duplicate keys, bounded size and depth, a JSON object with an integer `version`."
     def literal(c):
         raise ValueError(f"{sender}: field `json` holds the literal {c}, which strict JSON refuses "
                          "(±inf travel as the strings 'inf'/'-inf', NaN never).")
+    def pairs(kv):
+        dup = sorted(k for k, c in collections.Counter(k for k, _ in kv).items() if c > 1)
+        if dup:
+            raise ValueError(f"{sender}: field `json` repeats the key(s) {dup[:5]}; strict JSON refuses duplicate keys.")
+        return dict(kv)
+    def integer(s):
+        if len(s.lstrip("-")) > MAX_INT_DIGITS:
+            raise ValueError(f"{sender}: field `json` holds an integer of {len(s.lstrip('-'))} digits "
+                             f"(at most {MAX_INT_DIGITS}: pfwcp integers are counts).")
+        return int(s)
+    def number(s):
+        x = float(s)
+        if not math.isfinite(x):
+            raise ValueError(f"{sender}: field `json` holds the number {s[:30]}, which overflows a float "
+                             "(±inf travel as the strings 'inf'/'-inf').")
+        return x
     if not isinstance(text, str):
         raise ValueError(f"{sender}: field `json` must be a string, got {type(text).__name__}.")
+    if len(text) > MAX_JSON_CHARS:
+        raise ValueError(f"{sender}: field `json` has {len(text)} characters, above MAX_JSON_CHARS={MAX_JSON_CHARS}.")
     try:
-        d = json.loads(text, parse_constant=literal)
+        d = json.loads(text, parse_constant=literal, object_pairs_hook=pairs, parse_int=integer, parse_float=number)
     except json.JSONDecodeError as e:
         raise ValueError(f"{sender}: field `json` is not valid JSON ({e}).") from None
+    except RecursionError:
+        raise ValueError(f"{sender}: field `json` is nested too deeply (a pfwcp message is an object of numbers "
+                         "and lists of numbers).") from None
     if not isinstance(d, dict):
         raise ValueError(f"{sender}: field `json` must hold a JSON object, got {type(d).__name__}.")
+    if "version" in d and type(d["version"]) is not int:
+        raise ValueError(f"{sender}: field `version` must be an integer, got {d['version']!r}.")
     return d
 
 def unpack(content: RecordDict,
@@ -105,7 +133,7 @@ def agent_reply(agent: AgentCalibration, # this agent's scores and weights (they
     "The agent's answer to one request, after its query policy admitted it (else `QueryRefused`, naming the rule)."
     if not isinstance(req, dict) or req.get("type") != "Request":
         raise ValueError(f"`req` is not a pfwcp Request: {req!r:.80}")
-    if req.get("version") != PROTOCOL_VERSION:
+    if type(req.get("version")) is not int or req["version"] != PROTOCOL_VERSION:
         raise ValueError(f"`req` speaks protocol version {req.get('version')!r}, this agent speaks {PROTOCOL_VERSION}: "
                          "install the same pfwcp_nb release on the server and every agent.")
     if set(req) != {"type", "version", "ask", *REQUESTS.get(req.get("ask"), ())}:
@@ -168,18 +196,36 @@ def ask_agents(grid: Grid, requests: dict, # {node id: request dict}
 def _decode(cls, d, who):
     try:
         return cls.from_dict(d)
-    except ValueError as e:
+    except (ValueError, OverflowError) as e:
         raise ValueError(f"{who}: {e}") from None
+
+def check_score_range(score_range, # (low, high): the protocol's range of non-conformity scores
+                     ) -> tuple: # (low, high) as floats
+    "The agreed score range: low finite, low < high (high may be inf); default (0, inf) for |y - yhat|, (0, 1) for 1 - p."
+    try:
+        lo, hi = (float(x) for x in score_range)
+    except (TypeError, ValueError):
+        raise ValueError(f"`score_range` must be two numbers (low, high), got {score_range!r}.") from None
+    if not (np.isfinite(lo) and lo < hi and not np.isnan(hi)):
+        raise ValueError(f"`score_range` must have a finite low < high (high may be inf), got {score_range!r}; "
+                         "(0, inf) for absolute residuals, (0, 1) for 1 - p of a classifier.")
+    return lo, hi
+
+SCORE_RANGE = (0.0, math.inf)   # default: non-conformity scores |y - yhat| >= 0
 
 def check_summary(d: dict, # the reply's JSON object
                   who: str, # "agent k (node n)", named in every refusal
                   test_agent: bool = False, # agent 0: weights 1, so n_eff = n and the weight total = n
+                  max_n: int | None = None, # the operator's cap on this agent's n (run_config agent-max-n); None: no cap
                  ) -> AgentSummary:
-    "An agent's summary, refused (ValueError naming agent and field) unless 1 <= n_eff <= n and the weight total > 0."
+    "An agent's summary, refused (ValueError naming agent and field) unless n <= max_n, 1 <= n_eff <= n and the weight total > 0."
     s = _decode(AgentSummary, d, who)
     if s.n < 1:
         raise ValueError(f"{who}: field `n`={s.n}: an agent has at least one calibration point.")
-    if not (np.isfinite(s.n_eff) and 1.0 - 1e-9 <= s.n_eff <= s.n * (1 + 1e-12)):
+    if max_n is not None and s.n > max_n:
+        raise ValueError(f"{who}: field `n`={s.n} is above the operator's cap {max_n} for this agent (run_config "
+                         "`agent-max-n`): an agent's n, and so its aggregation weight, is agreed, not claimed.")
+    if not (np.isfinite(s.n_eff) and 1.0 - 1e-12 <= s.n_eff <= s.n * (1 + 1e-12)):
         raise ValueError(f"{who}: field `n_eff`={s.n_eff!r} outside [1, n={s.n}] (Kish's n_eff of n weights).")
     if not (np.isfinite(s.weight_total) and s.weight_total > 0):
         raise ValueError(f"{who}: field `weight_total`={s.weight_total!r} must be finite and > 0.")
@@ -191,8 +237,10 @@ def check_summary(d: dict, # the reply's JSON object
 def check_message(d: dict, who: str,
                   beta: float, # the level asked
                   test_weights, # the test weights sent to this agent (m,)
+                  score_range=SCORE_RANGE, # (low, high) of the scores, agreed in the protocol
                  ) -> AgentMessage:
-    "Local quantiles at the level asked, one per test weight, finite or +inf, non-decreasing in the test weight."
+    "Local quantiles at the level asked, one per test weight, a score in `score_range` or +inf, non-decreasing in the test weight."
+    lo, hi = check_score_range(score_range)
     msg = _decode(AgentMessage, d, who)
     tw, q = np.asarray(test_weights, dtype=float), msg.quantiles
     if msg.beta != beta:
@@ -203,6 +251,10 @@ def check_message(d: dict, who: str,
         raise ValueError(f"{who}: field `quantiles` holds -inf; a local quantile is a score or +inf.")
     if np.any(np.isinf(q) & (tw == 0)):
         raise ValueError(f"{who}: field `quantiles` is +inf at a zero test weight, where the quantile is a score.")
+    bad = np.isfinite(q) & ((q < lo) | (q > hi))
+    if np.any(bad):
+        raise ValueError(f"{who}: field `quantiles` holds {float(q[bad][0])!r}, outside the protocol's score range "
+                         f"[{lo}, {hi}] (a local quantile is one of the agent's scores, or +inf).")
     o = np.argsort(tw, kind="stable")
     if np.any(np.diff(q[o]) < 0):
         raise ValueError(f"{who}: field `quantiles` decreases as the test weight grows; a weighted quantile with a "
@@ -212,8 +264,10 @@ def check_message(d: dict, who: str,
 def check_oneshot(d: dict, who: str,
                   summary: AgentSummary, # the same agent's summary (round 1)
                   beta_breve: float, # the level asked
+                  score_range=SCORE_RANGE, # (low, high) of the scores, agreed in the protocol
                  ) -> OneShotMessage:
-    "A one-shot message consistent with the agent's summary: same n_eff and weight total, 0 <= mass above <= beta_breve total."
+    "A one-shot message consistent with the agent's summary: same n_eff and weight total, a quantile in `score_range`, 0 <= mass above <= beta_breve total."
+    lo, hi = check_score_range(score_range)
     msg = _decode(OneShotMessage, d, who)
     if msg.beta_breve != beta_breve:
         raise ValueError(f"{who}: field `beta_breve`={msg.beta_breve!r}, but the server asked for {beta_breve!r}.")
@@ -224,6 +278,8 @@ def check_oneshot(d: dict, who: str,
                          f"{summary.weight_total!r}.")
     if not np.isfinite(msg.quantile):
         raise ValueError(f"{who}: field `quantile`={msg.quantile!r}; the one-shot quantile (no mass at +inf) is a score.")
+    if not (lo <= msg.quantile <= hi):
+        raise ValueError(f"{who}: field `quantile`={msg.quantile!r} is outside the protocol's score range [{lo}, {hi}].")
     if not (0.0 <= msg.weight_above <= beta_breve * msg.weight_total * (1 + 1e-9)):
         raise ValueError(f"{who}: field `weight_above`={msg.weight_above!r} outside [0, beta_breve * weight_total = "
                          f"{beta_breve * msg.weight_total!r}] (the mass above a level 1-beta_breve quantile).")
@@ -246,8 +302,13 @@ def _wait_for(grid: Grid, want, # node ids to wait for, or an int K (any K nodes
 def collect_summaries(grid: Grid, K: int, # number of agents (SuperNodes) to wait for
                       timeout: float = 120.0, # seconds to wait for K SuperNodes
                       nodes: list | None = None, # node id of agent 0..K-1 (operator's configuration); None: simulation
+                      max_n: list | None = None, # the operator's cap on n per agent 0..K-1 (run_config agent-max-n)
                      ) -> tuple[list, list]: # (node id per agent, AgentSummary per agent)
-    "Round 1: wait for the agents' SuperNodes, ask each for its summary, check it; agents in order 0..K-1."
+    "Round 1: wait for the agents' SuperNodes, ask each for its summary, check it (n <= max_n[k]); agents in order 0..K-1."
+    if max_n is not None:
+        max_n = [check_pos_int(c, "max_n") for c in max_n]
+        if len(max_n) != K:
+            raise ValueError(f"`max_n` must give one cap per agent (K={K}), got {len(max_n)}.")
     if nodes is not None:              # deployment: the binding node id <-> agent index comes from the operator
         nodes = [int(n) for n in nodes]
         if len(nodes) != K or len(set(nodes)) != K:
@@ -269,7 +330,8 @@ def collect_summaries(grid: Grid, K: int, # number of agents (SuperNodes) to wai
             raise ValueError(f"the SuperNodes claim agent indices {sorted((k, [n for n, _ in v]) for k, v in claims.items())}; "
                              f"give them node_config partition-id 0..{K-1}, once each.")
         nodes, rep = [claims[k][0][0] for k in range(K)], {k: claims[k][0][1] for k in range(K)}
-    return nodes, [check_summary(rep[k], _who(k, nodes[k]), test_agent=(k == 0)) for k in range(K)]
+    return nodes, [check_summary(rep[k], _who(k, nodes[k]), test_agent=(k == 0), max_n=None if max_n is None else max_n[k])
+                   for k in range(K)]
 
 def make_estimator(method: str = "pfwcp", # "pfwcp" or "ospfwcp"
                    alpha: float = 0.1, delta: float | None = None,
@@ -290,9 +352,11 @@ def thresholds_over_flower(flower_grid: Grid, nodes: list, summaries: list, # fr
                            /,
                            alpha: float = 0.1, delta: float | None = None, *,
                            method: str = "pfwcp", # "pfwcp" or "ospfwcp"
+                           score_range=SCORE_RANGE, # (low, high) of the scores: quantiles outside it are refused
                            **kw, # estimator options (engine, grid=(betas, taus), select, agg_weights, ...)
                           ) -> np.ndarray: # thresholds (m,)
     "Calibrate from the summaries, ask the agents for the messages of `method`, check each, return the thresholds."
+    score_range = check_score_range(score_range)
     model = make_estimator(method, alpha, delta, **kw)
     K, bind = len(nodes), {n: k for k, n in enumerate(nodes)}
     tw = _as_test_weights(test_weights, K)
@@ -303,14 +367,14 @@ def thresholds_over_flower(flower_grid: Grid, nodes: list, summaries: list, # fr
             at = np.flatnonzero(betas == b)
             rep = ask_agents(flower_grid, {nodes[k]: request("message", beta=b, test_weights=tw[at, k])
                                            for k in range(K)}, bind)
-            msgs = [check_message(rep[k], _who(k, nodes[k]), float(b), tw[at, k]) for k in range(K)]
+            msgs = [check_message(rep[k], _who(k, nodes[k]), float(b), tw[at, k], score_range) for k in range(K)]
             for t in np.unique(taus[at]):
                 sub = taus[at] == t
                 out[at[sub]] = aggregate([AgentMessage(m.quantiles[sub], m.beta) for m in msgs], model.agg_weights_, t)
         return out
     level = model.plan(summaries)
     rep = ask_agents(flower_grid, {nodes[k]: request("oneshot", beta_breve=level) for k in range(K)}, bind)
-    model.calibrate([check_oneshot(rep[k], _who(k, nodes[k]), summaries[k], level) for k in range(K)])
+    model.calibrate([check_oneshot(rep[k], _who(k, nodes[k]), summaries[k], level, score_range) for k in range(K)])
     return model.threshold(tw)
 
 # %% ../nbs/10_flower.ipynb #4eac5d4e
@@ -320,17 +384,18 @@ def agreed_policies(summaries: list, # AgentSummary per agent (agent 0 = test ag
                    ) -> list: # one QueryPolicy per agent
     "The query policies that admit exactly what `runs` need: their grid levels, m test weights per PFWCP run, one one-shot message per osPFWCP run."
     K, m = len(summaries), _as_test_weights(test_weights, len(summaries)).shape[0]
-    levels, n_pf = [], 0
+    levels, os_levels, n_pf = [], [], 0
     for r in runs:
-        model = make_estimator(**r)
+        check_score_range(r.get("score_range", SCORE_RANGE))
+        model = make_estimator(**{k: v for k, v in r.items() if k != "score_range"})
         if isinstance(model, PFWCP):       # calibrating on the summaries checks every option (grid, weights, ...)
             levels.append(model.calibrate(summaries).choice_.grid[0]); n_pf += 1
         else:
-            model.plan(summaries)
+            os_levels.append(model.plan(summaries))   # the one-shot level of notebook 03, exactly
     n_os = len(runs) - n_pf
     lv = np.concatenate(levels) if levels else np.array([0.5])   # no PFWCP run: no level is ever admitted
     return [QueryPolicy(levels=lv, test_agent=(k == 0), max_test_weights=max(m * n_pf, 1),
-                        max_oneshot=max(n_os, 1), lock_level=False) for k in range(K)]
+                        max_oneshot=max(n_os, 1), lock_level=False, oneshot_levels=os_levels or lv) for k in range(K)]
 
 def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test agent
                   weights, # one (n_k,) weight array per agent, an entry None -> ones; None: ones for every agent
@@ -358,7 +423,7 @@ def simulate_many(scores, # one (n_k,) score array per agent, agent 0 = test age
 
     @server.main()
     def main(grid: Grid, context: Context) -> None:
-        nodes, summ = collect_summaries(grid, K)               # first round: includes Ray's actors loading the app
+        nodes, summ = collect_summaries(grid, K, max_n=[a.summary().n for a in agents])   # first round: includes Ray's actors loading the app
         times["summaries"] = time.perf_counter() - t0
         out["q"], times["runs"] = [], []
         for r in runs:
@@ -396,6 +461,10 @@ RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
     "out": (None, "path of the .npz the server writes: pfwcp-mc, pfwcp-ccc, ospfwcp-mc, ospfwcp-ccc"),
     "agent-nodes": (None, "node ids of agents 0..K-1, space-separated (`flwr supernode register --format json` prints "
                           "each): the server talks to these nodes only, node i is agent i whatever its replies say"),
+    "agent-max-n": (None, "the largest n each agent may report, space-separated, agent 0 first (agreed with each agent): a "
+                          "summary above it is refused, so no agent can claim the aggregation weight of a larger one"),
+    "score-range": ("0 inf", "low and high of the non-conformity scores (0 inf: |y - yhat|; 0 1: 1 - p of a classifier): "
+                             "a quantile outside it is refused"),
 }
 
 def agent_nodes(value, # run_config['agent-nodes']: a string of space-separated node ids
@@ -406,6 +475,25 @@ def agent_nodes(value, # run_config['agent-nodes']: a string of space-separated 
         raise ValueError(f"run_config `agent-nodes` must be distinct node ids separated by spaces (agent 0 first), "
                          f"got {value!r}.")
     return [int(p) for p in parts]
+
+def agent_max_n(value, # run_config['agent-max-n']: space-separated positive integers, agent 0 first
+                K: int, # the number of agents (`agent-nodes`)
+               ) -> list:
+    "The operator's cap on each agent's n; ValueError naming the key."
+    parts = str(value).split()
+    if len(parts) != K or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"run_config `agent-max-n` must be {K} positive integers separated by spaces (one per agent "
+                         f"of `agent-nodes`, agent 0 first), got {value!r}.")
+    return [int(p) for p in parts]
+
+def score_range_value(value, # run_config['score-range']: "low high"
+                     ) -> tuple:
+    "The protocol's score range from the run config; ValueError naming the key."
+    parts = str(value).split()
+    try:
+        return check_score_range(parts if len(parts) == 2 else None)
+    except ValueError as e:
+        raise ValueError(f"run_config `score-range` must be 'low high' (e.g. '0 inf', '0 1'), got {value!r}: {e}") from None
 
 def run_config_values(run_config, # a Flower run_config (or any mapping)
                      ) -> dict: # every key of RUN_CONFIG, defaults filled in
@@ -453,6 +541,9 @@ NODE_CONFIG = {   # node_config key of an agent's SuperNode: (default, meaning);
     "policy-max-test-weights": (1000, "test weights this agent answers in all (PFWCP), across runs"),
     "policy-max-oneshot": (2, "one-shot messages this agent answers in all (osPFWCP), across runs"),
     "policy-lock-level": (False, "answer only the level of the first PFWCP answer (β* once calibrated)"),
+    "policy-delta": (0.1, "δ agreed with the server (run_config delta): fixes osPFWCP's CCC one-shot level with policy-n1"),
+    "policy-n1": (0, "the test agent's n, as agreed (run_config agent-max-n's first entry): one-shot levels are then "
+                     "exactly osPFWCP's; 0: any level up to the grid's largest (1/4)"),
     "policy-state": ("", "JSON file of the answered counts (default: data-path + '.queries.json'); delete it to reset"),
 }
 
@@ -481,7 +572,8 @@ def load_node_policy(context: Context) -> QueryPolicy:
     state = str(c["policy-state"]) or str(c["data-path"]) + ".queries.json"
     return QueryPolicy(float(c["policy-alpha"]), test_agent=int(c["partition-id"]) == 0,
                        max_test_weights=int(c["policy-max-test-weights"]), max_oneshot=int(c["policy-max-oneshot"]),
-                       lock_level=str(c["policy-lock-level"]).lower() in ("true", "1"), state=state)
+                       lock_level=str(c["policy-lock-level"]).lower() in ("true", "1"), state=state,
+                       delta=float(c["policy-delta"]), n1=int(c["policy-n1"]) or None)
 
 client_app = agent_client_app(load_node_agent, load_node_policy)
 server_app = ServerApp()
@@ -495,33 +587,54 @@ def deployed_main(grid: Grid, context: Context) -> None:
     if tw.ndim != 2 or tw.shape[1] != len(nodes):
         raise ValueError(f"run_config test-weights has shape {tw.shape}; `agent-nodes` names K={len(nodes)} agents, "
                          f"so it must be (m, {len(nodes)}).")
-    nodes, summ = collect_summaries(grid, len(nodes), timeout=float(c["node-timeout"]), nodes=nodes)
-    out = {f"{me}-{cr}": thresholds_over_flower(grid, nodes, summ, tw, float(c["alpha"]), de, method=me)
+    caps, sr = agent_max_n(c["agent-max-n"], len(nodes)), score_range_value(c["score-range"])
+    nodes, summ = collect_summaries(grid, len(nodes), timeout=float(c["node-timeout"]), nodes=nodes, max_n=caps)
+    out = {f"{me}-{cr}": thresholds_over_flower(grid, nodes, summ, tw, float(c["alpha"]), de, method=me, score_range=sr)
            for me in METHODS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
     np.savez(str(c["out"]), **out)
 
 # %% ../nbs/10_flower.ipynb #a4133842
 FLEET_PREFIX = "/v1/fleet/"   # the SuperLink's Fleet API routes (flwr 1.42); everything else is Control/runtime API
+FLEET_ROUTES = frozenset(FLEET_PREFIX + r for r in (   # flwr 1.42's Fleet routes, exactly (flwr.supernode.fleet_http_client)
+    "register-node", "activate-node", "deactivate-node", "unregister-node", "send-node-heartbeat", "pull-messages",
+    "push-messages", "get-run", "get-fab", "push-object", "pull-object", "confirm-message-received"))
+NODE_AUTH_HEADERS = ("flwr-public-key", "flwr-signature", "flwr-timestamp")   # a SuperNode signs every Fleet call (1.42)
+MAX_FLEET_BODY = 2**24   # 16 MiB: a Flower object is chunked at 5 MiB; a pfwcp reply of m quantiles is ~25 m bytes
 _HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host", "upgrade",
-        "proxy-authorization", "proxy-connection", "te", "trailer"}
+        "proxy-authorization", "proxy-connection", "te", "trailer", "date", "server", "location"}
 
 def fleet_proxy_app(upstream: str, # the SuperLink's address on its own machine, e.g. "https://127.0.0.1:9093"
                     root_certificates: str | None = None, # CA file that signed the SuperLink's certificate
+                    max_body: int = MAX_FLEET_BODY, # bytes of a request body, refused (413) above it
                    ) -> Starlette:
-    "An ASGI app that forwards the Fleet API (POST /v1/fleet/...) to the SuperLink and answers 403 to everything else."
+    "An ASGI app that forwards the 12 Fleet routes (POST, exact raw path, node-auth headers, bounded body) to the SuperLink; 403/401/413 to everything else."
     client = httpx.AsyncClient(base_url=upstream, verify=root_certificates or True, timeout=httpx.Timeout(120.0))
+    max_body = check_pos_int(max_body, "max_body")
+    refuse = lambda why, code: PlainTextResponse(f"pfwcp fleet proxy: {why}", status_code=code)
 
     async def forward(request: Request) -> Response:
-        path = request.url.path
-        if request.method != "POST" or not path.startswith(FLEET_PREFIX) or ".." in path or "//" in path:
-            return PlainTextResponse(f"pfwcp fleet proxy: {request.method} {path} refused: only the Fleet API "
-                                     f"(POST {FLEET_PREFIX}...) is served here; the Control API is not.", status_code=403)
+        path = request.scope.get("raw_path", b"").decode("latin-1")   # what the SuperLink would see, undecoded
+        if request.method != "POST" or path not in FLEET_ROUTES or request.scope.get("query_string"):
+            return refuse(f"{request.method} {path[:200]!r} refused: only the Fleet API (POST to one of the "
+                          f"{len(FLEET_ROUTES)} routes {FLEET_PREFIX}..., no query) is served here; the Control API is not.", 403)
+        missing = [h for h in NODE_AUTH_HEADERS if h not in request.headers]
+        if missing:
+            return refuse(f"POST {path} without the SuperNode authentication header(s) {missing}: refused.", 401)
+        size = request.headers.get("content-length")
+        if size is not None and (not size.isdigit() or int(size) > max_body):
+            return refuse(f"request body of {size[:30]} bytes refused (at most max_body={max_body}).", 413)
+        body = bytearray()
+        async for chunk in request.stream():               # chunked bodies: counted as they arrive
+            body += chunk
+            if len(body) > max_body:
+                return refuse(f"request body above max_body={max_body} bytes refused.", 413)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
         try:
-            r = await client.post(path, content=await request.body(), headers=headers, params=request.query_params)
+            r = await client.post(path, content=bytes(body), headers=headers)
         except httpx.HTTPError as e:
-            return PlainTextResponse(f"pfwcp fleet proxy: the SuperLink at {upstream} is unreachable ({e!r})",
-                                     status_code=502)
+            return refuse(f"the SuperLink is unreachable ({type(e).__name__})", 502)
+        if 300 <= r.status_code < 400:                     # a redirect would name the SuperLink's internal address
+            return refuse(f"the SuperLink answered {r.status_code} (a redirect); not forwarded.", 502)
         return Response(r.content, status_code=r.status_code,
                         headers={k: v for k, v in r.headers.items() if k.lower() not in _HOP})
 
@@ -538,10 +651,13 @@ def serve_fleet_proxy(port: int, # the port agents connect to (`flower-supernode
                       certfile: str, keyfile: str, # TLS certificate (for the host name agents use) and its key
                       root_certificates: str | None = None, # CA of the SuperLink's certificate
                       host: str = "127.0.0.1", # the interface to listen on (a deployment: the public one)
+                      max_body: int = MAX_FLEET_BODY, # bytes of a request body (413 above)
+                      limit_concurrency: int = 32, # connections and tasks at once (503 above): memory <= about this x max_body
                      ) -> None:
     "Serve `fleet_proxy_app` over TLS until interrupted (scripts/flower_deploy.sh runs it as its own process)."
-    uvicorn.run(fleet_proxy_app(upstream, root_certificates), host=host, port=check_pos_int(port, "port"),
-                ssl_certfile=certfile, ssl_keyfile=keyfile, log_level="warning")
+    uvicorn.run(fleet_proxy_app(upstream, root_certificates, max_body), host=host, port=check_pos_int(port, "port"),
+                ssl_certfile=certfile, ssl_keyfile=keyfile, log_level="warning",
+                limit_concurrency=check_pos_int(limit_concurrency, "limit_concurrency"))
 
 # %% ../nbs/10_flower.ipynb #746056fe
 def make_tls_files(folder, # where ca.crt, ca.key, server.pem, server.key are written (created if needed)

@@ -7,7 +7,8 @@
 # Security: TLS everywhere (a throwaway CA and a certificate for localhost/127.0.0.1, pfwcp_nb.flower.make_tls_files),
 # SuperNode authentication (--enable-supernode-auth; each agent's public key registered with
 # `flwr supernode register`; the server talks to the registered node ids only, run_config agent-nodes), each
-# agent's query policy (node_config policy-*). Checks, each printed:
+# agent's query policy (node_config policy-*; policy-n1: one-shot levels exactly osPFWCP's), the operator's cap on each
+# agent's n (run_config agent-max-n). Checks, each printed:
 #   --rogue    a SuperNode whose key is not registered is refused; registering a key and starting an app through
 #              the agents' address (the proxy) are refused (the Control API is not on it)
 #   --foreign  an app that is not signed by a trusted publisher is refused by a SuperNode started with
@@ -140,10 +141,14 @@ for k in $(seq 0 $((K - 1))); do NODES+=("$(register "agent_$k")"); done
 echo "registered $K SuperNode public keys: node ids ${NODES[*]}"
 
 # --- 4. the app project (pfwcp_nb.flower.write_app_project, as in notebook 10_flower)
+# agent-max-n: the n the operator agreed with each agent (here: the size of each agent's data file)
+NS=$(python -c 'import sys, numpy as np; print(" ".join(str(np.load(f"{sys.argv[1]}/agent_{k}.npz")["scores"].size)
+                                                   for k in range(int(sys.argv[2]))))' "$T/data" "$K")
+read -r N1 _ <<< "$NS"
 python -c 'import sys; from pfwcp_nb.flower import write_app_project
 write_app_project(sys.argv[1], {"test-weights": sys.argv[2], "out": sys.argv[3], "node-timeout": 300.0,
-                                "agent-nodes": sys.argv[4]})' \
-  "$T/app" "$T/data/test_weights.npy" "$T/data/thresholds.npz" "${NODES[*]}"
+                                "agent-nodes": sys.argv[4], "agent-max-n": sys.argv[5]})' \
+  "$T/app" "$T/data/test_weights.npy" "$T/data/thresholds.npz" "${NODES[*]}" "$NS"
 
 # --- 5. one SuperNode per agent (separate processes, through the proxy), plus an unregistered one with --rogue
 start_supernode() {  # name port node-config [more flags]
@@ -153,7 +158,7 @@ start_supernode() {  # name port node-config [more flags]
   PIDS+=($!)
 }
 for k in $(seq 0 $((K - 1))); do
-  start_supernode "agent_$k" "${PORTS[$((k + 2))]}" "partition-id=$k data-path=\"$T/data/agent_$k.npz\""
+  start_supernode "agent_$k" "${PORTS[$((k + 2))]}" "partition-id=$k data-path=\"$T/data/agent_$k.npz\" policy-n1=$N1"
 done
 if [ "$ROGUE" = 1 ]; then
   start_supernode rogue "${PORTS[$((K + 2))]}" "partition-id=0 data-path=\"$T/data/agent_0.npz\""

@@ -19,7 +19,7 @@ from flwr.supercore.task_identity import TaskIdentity
 import pfwcp_nb.flower as fl
 from pfwcp_nb.flower import (METHODS, agent_client_app, agent_reply, collect_summaries, pack, request,
                              simulate_many, thresholds_over_flower, unpack)
-from pfwcp_nb.query_policy import QueryPolicy
+from pfwcp_nb.query_policy import QueryPolicy, QueryRefused
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage
 
@@ -181,7 +181,7 @@ def test_agent_reply_is_the_agent_message():
     assert agent_reply(a, request("summary"), pol) == a.summary().to_dict()
     got = agent_reply(a, request("message", beta=0.15, test_weights=[0.0, 2.0, 1e8]), pol)
     assert got == a.message(0.15, [0.0, 2.0, 1e8]).to_dict() and got["quantiles"][-1] == "inf"
-    assert agent_reply(a, request("oneshot", beta_breve=0.3), pol) == a.oneshot_message(0.3).to_dict()
+    assert agent_reply(a, request("oneshot", beta_breve=0.1), pol) == a.oneshot_message(0.1).to_dict()
     d, agent = unpack(pack(got, agent=4))
     assert (d, agent) == (got, 4)
 
@@ -307,7 +307,8 @@ def _deployment(tmp_path, seed=6, K=3, m=7):
 def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path):
     "A hand-written app config with test-weights and out only: alpha, delta, node-timeout take their defaults."
     scores, weights, tw, grid = _deployment(tmp_path)
-    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9"}
+    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
+          "agent-max-n": "30 30 30"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fl.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
@@ -319,8 +320,10 @@ def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path
 
 
 @pytest.mark.parametrize("rc, match", [
-    ({"test-weights": "tw.npy", "agent-nodes": "1 2"}, r"missing required key\(s\) \['out'\]"),
-    ({"test-weights": "tw.npy", "out": "q.npz", "agent-nodes": "1", "node_timeout": 5.0}, "unknown key.*node_timeout"),
+    ({"test-weights": "tw.npy", "agent-nodes": "1 2", "agent-max-n": "5 5"}, r"missing required key\(s\) \['out'\]"),
+    ({"test-weights": "tw.npy", "agent-nodes": "1 2", "out": "q.npz"}, r"missing required key\(s\) \['agent-max-n'\]"),
+    ({"test-weights": "tw.npy", "out": "q.npz", "agent-nodes": "1", "agent-max-n": "5", "node_timeout": 5.0},
+     "unknown key.*node_timeout"),
 ])
 def test_run_config_bad_keys_are_named(rc, match):
     with pytest.raises(ValueError, match=match):
@@ -330,9 +333,10 @@ def test_run_config_bad_keys_are_named(rc, match):
 
 
 def test_every_run_config_key_has_a_default_or_is_required_and_documented():
-    assert set(fl.RUN_CONFIG) == {"alpha", "delta", "node-timeout", "test-weights", "out", "agent-nodes"}
+    assert set(fl.RUN_CONFIG) == {"alpha", "delta", "node-timeout", "test-weights", "out", "agent-nodes", "agent-max-n",
+                                  "score-range"}
     assert all(isinstance(what, str) and what for _, what in fl.RUN_CONFIG.values())
-    assert fl.run_config_values({"test-weights": "a", "out": "b", "agent-nodes": "3"})["node-timeout"] == 120.0
+    assert fl.run_config_values({"test-weights": "a", "out": "b", "agent-nodes": "3", "agent-max-n": "9"})["node-timeout"] == 120.0
 
 
 def test_written_app_project_is_the_one_flwr_run_reads(tmp_path):
@@ -431,6 +435,21 @@ BAD_REPLIES = [   # (which agent lies, the change to its reply's JSON, a method,
     (1, _only("OneShotMessage", lambda d: {**d, "quantile": "inf"}), "ospfwcp", "field `quantile`=inf"),
     (2, _only("OneShotMessage", lambda d: {**d, "beta_breve": 0.5}), "ospfwcp", "field `beta_breve`=0.5"),
     (1, _only("OneShotMessage", lambda d: {**d, "scores": [1.0, 2.0]}), "ospfwcp", "fields"),
+    # red team (after issue 18): a malicious agent setting the thresholds, and JSON that was not strict enough
+    (1, _only("AgentMessage", lambda d: {**d, "quantiles": [-1e300] * 7}), "pfwcp",
+     "field `quantiles` holds -1e+300, outside the protocol's score range [0.0, inf]"),
+    (2, _only("OneShotMessage", lambda d: {**d, "quantile": -1e300, "weight_above": 0.0}), "ospfwcp",
+     "field `quantile`=-1e+300 is outside the protocol's score range"),
+    (1, _only("AgentSummary", lambda d: {**d, "n_eff": 0.9999999995}), "pfwcp", "`n_eff`=0.9999999995 outside [1, n=30]"),
+    (2, _only("AgentSummary", lambda d: '{"type": "Bogus", ' + json.dumps(d)[1:]), "pfwcp", "repeats the key(s) ['type']"),
+    (1, _only("AgentSummary", lambda d: {**d, "version": True}), "pfwcp", "field `version` must be an integer, got True"),
+    (1, _only("OneShotMessage", lambda d: {**d, "version": 1.0}), "ospfwcp", "field `version` must be an integer, got 1.0"),
+    (2, _only("AgentSummary", lambda d: json.dumps(d).replace('"n": 30', '"n": 1' + "0" * 400)), "pfwcp",
+     "integer of 401 digits"),
+    (1, _only("AgentMessage", lambda d: json.dumps(d).replace('"quantiles": [', '"quantiles": [1e400, ', 1)), "pfwcp",
+     "overflows a float"),
+    (1, _only("AgentSummary", lambda d: json.dumps(d)[:-1] + ', "x": ' + "[" * 100000 + "]" * 100000 + "}"), "pfwcp",
+     "nested too deeply"),
 ]
 
 
@@ -508,3 +527,60 @@ def test_unpack_refuses_unknown_record_fields_naming_the_sender():
     content.config_records["pfwcp"]["scores"] = "1,2,3"
     with pytest.raises(ValueError, match=re.escape("node 5: record 'pfwcp' has fields ['agent', 'json', 'scores']")):
         unpack(content, "node 5")
+
+
+BYZANTINE = {   # red team finding 2: one agent's replies that set every threshold to -1e300 before the fix
+    "AgentSummary": lambda d: {**d, "n_eff": 1e12, "weight_total": 1e12, "n": 10**12},
+    "AgentMessage": lambda d: {**d, "quantiles": [-1e300] * len(d["quantiles"])},
+    "OneShotMessage": lambda d: {**d, "quantile": -1e300, "weight_total": 1e12, "weight_above": 0.0, "n_eff": 1e12},
+}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_one_malicious_agent_cannot_claim_a_larger_n_than_the_operator_agreed(task_identity, method):
+    scores, weights, tw = federation(6, 3, 30, 7)
+    agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+    nodes = [41, 42, 43]
+    liar = lambda d: BYZANTINE[d["type"]](d)
+    grid = InProcessGrid(client_for(agents), {n: k for k, n in enumerate(nodes)}, tamper=_tamper_json(43, liar))
+    with pytest.raises(ValueError, match=re.escape("agent 2 (node 43): field `n`=1000000000000 is above the operator's "
+                                                   "cap 30")):
+        collect_summaries(grid, 3, nodes=nodes, max_n=[30, 30, 30])
+    # the summary alone within the cap: the quantiles are still refused (outside the score range), for both methods
+    only_msgs = lambda d: ({**d, "quantiles": [-1e300] * len(d["quantiles"])} if d["type"] == "AgentMessage" else
+                           {**d, "quantile": -1e300, "weight_above": 0.0} if d["type"] == "OneShotMessage" else d)
+    grid = InProcessGrid(client_for(agents), {n: k for k, n in enumerate(nodes)}, tamper=_tamper_json(43, only_msgs))
+    _, summ = collect_summaries(grid, 3, nodes=nodes, max_n=[30, 30, 30])
+    with pytest.raises(ValueError, match=r"agent 2 \(node 43\): field `quantiles?`.*-1e\+300"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        thresholds_over_flower(grid, nodes, summ, tw, 0.1, None, method=method)
+
+
+def test_deployed_main_refuses_an_agent_above_its_configured_n_and_a_bad_score_range(task_identity, tmp_path):
+    scores, weights, tw, grid = _deployment(tmp_path)
+    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
+          "agent-max-n": "30 30 20"}
+    ctx = lambda rc: Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc)
+    with pytest.raises(ValueError, match=re.escape("agent 2 (node 9): field `n`=30 is above the operator's cap 20")):
+        fl.deployed_main(grid, ctx(rc))
+    with pytest.raises(ValueError, match="`agent-max-n` must be 3 positive integers"):
+        fl.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30"}))
+    with pytest.raises(ValueError, match="`score-range` must be 'low high'"):
+        fl.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30 30", "score-range": "1"}))
+    with pytest.raises(ValueError, match=r"agent 0 \(node 7\): field `quantiles` holds .* outside the protocol's score "
+                                         r"range \[0.0, 0.5\]"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fl.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30 30", "score-range": "0 0.5"}))
+
+
+def test_a_deployed_agent_answers_one_shot_levels_of_its_node_config_only(tmp_path):
+    # red team finding 1 through the deployed path: node_config policy-n1 fixes osPFWCP's levels exactly
+    np.savez(tmp_path / "a.npz", scores=np.arange(1.0, 101.0), weights=np.ones(100))
+    cfg = {"partition-id": 1, "data-path": str(tmp_path / "a.npz"), "policy-n1": 100}
+    ctx = Context(run_id=1, node_id=5, node_config=cfg, state=RecordDict(), run_config={})
+    pol = fl.load_node_policy(ctx)
+    with pytest.raises(QueryRefused, match="not an agreed one-shot level"):
+        agent_reply(fl.load_node_agent(ctx), request("oneshot", beta_breve=0.999999), pol)
+    for de in (None, 0.1):
+        level = OneShotPFWCP(0.1, de).plan([AgentCalibration(np.arange(1.0, 101.0)).summary()] * 3)
+        agent_reply(fl.load_node_agent(ctx), request("oneshot", beta_breve=level), fl.load_node_policy(ctx))

@@ -1,0 +1,99 @@
+"The Fleet-only proxy (`pfwcp_nb.flower.fleet_proxy_app`) against the red team's attacks: exact Fleet routes on the raw path, no redirect naming the SuperLink, SuperNode headers before the body, bounded bodies (Content-Length and chunked)."
+import inspect
+import re
+
+import httpx
+import pytest
+from flwr.common.constant import TIMESTAMP_HEADER
+from flwr.supercore.constant import FLEET_HTTP_PUBLIC_KEY_HEADER, FLEET_HTTP_SIGNATURE_HEADER
+from flwr.supernode import fleet_http_client
+from starlette.testclient import TestClient
+
+import pfwcp_nb.flower as fl
+from pfwcp_nb.flower import FLEET_ROUTES, MAX_FLEET_BODY, NODE_AUTH_HEADERS, fleet_proxy_app
+
+AUTH = dict.fromkeys(NODE_AUTH_HEADERS, "x")   # present; the SuperLink verifies them, the proxy checks presence
+
+
+@pytest.fixture
+def upstream(monkeypatch):
+    "A fake SuperLink behind the proxy: records every forwarded request; answers `reply` (status, headers)."
+    seen, reply = [], {"status": 200, "headers": {}}
+    real = httpx.AsyncClient
+
+    def handler(request):
+        seen.append((request.url.raw_path, request.content))
+        return httpx.Response(reply["status"], headers=reply["headers"], content=b"ok")
+    monkeypatch.setattr(fl.httpx, "AsyncClient",
+                        lambda base_url, **kw: real(base_url=base_url, transport=httpx.MockTransport(handler)))
+    return seen, reply
+
+
+def test_flwr_fleet_routes_are_the_ones_the_supernode_calls():
+    # the allowlist is flwr 1.42's list: every route its Fleet HTTP client posts to, and nothing else
+    assert set(re.findall(r'path="(/v1/fleet/[a-z-]+)"', inspect.getsource(fleet_http_client))) == FLEET_ROUTES
+    assert set(NODE_AUTH_HEADERS) == {FLEET_HTTP_PUBLIC_KEY_HEADER, FLEET_HTTP_SIGNATURE_HEADER, TIMESTAMP_HEADER}
+
+
+@pytest.mark.parametrize("path", [
+    "/v1/fleet/%252e%252e/control/list-runs",   # red team finding 4: the SuperLink's uvicorn decodes it to ../control
+    "/v1/fleet/%2e%2e/control/list-runs", "/v1/fleet/../control/list-runs", "/v1/fleet/get-run/",   # finding 5: 307
+    "/v1/fleet/%67et-run", "/v1/fleet/get-run?a=1", "/v1/fleet/", "/v1/fleet//get-run", "/v1/control/list-runs",
+    "/v1/fleet/get-run%2F",
+])
+def test_anything_but_an_exact_fleet_route_is_refused_and_not_forwarded(upstream, path):
+    seen, _ = upstream
+    with TestClient(fleet_proxy_app("https://superlink.internal:9093")) as tc:
+        r = tc.post(path, headers=AUTH, content=b"x")
+    assert r.status_code == 403 and "only the Fleet API" in r.text and seen == []
+
+
+def test_an_exact_route_is_forwarded_verbatim_without_upstream_location_date_or_server(upstream):
+    seen, reply = upstream
+    reply["headers"] = {"location": "https://127.0.0.1:58767/v1/fleet/get-run", "server": "uvicorn", "x-ok": "1"}
+    with TestClient(fleet_proxy_app("https://superlink.internal:9093")) as tc:
+        r = tc.post("/v1/fleet/get-run", headers=AUTH, content=b"body")
+    assert r.status_code == 200 and seen == [(b"/v1/fleet/get-run", b"body")]
+    assert "location" not in r.headers and r.headers["x-ok"] == "1" and "127.0.0.1" not in str(r.headers)
+
+
+def test_a_redirect_from_the_superlink_is_not_passed_on(upstream):
+    seen, reply = upstream
+    reply.update(status=307, headers={"location": "https://127.0.0.1:58767/v1/fleet/get-run"})
+    with TestClient(fleet_proxy_app("https://superlink.internal:9093")) as tc:
+        r = tc.post("/v1/fleet/get-run", headers=AUTH, content=b"x", follow_redirects=False)
+    assert r.status_code == 502 and "127.0.0.1" not in r.text + str(r.headers)
+
+
+def test_a_request_without_supernode_headers_is_refused_before_its_body_is_read(upstream):
+    # red team finding 3: a 256 MiB body with no auth headers was buffered by the proxy and the SuperLink
+    seen, _ = upstream
+    read = []
+
+    def body():
+        for _ in range(4):
+            read.append(1)
+            yield b"x" * 1000
+    with TestClient(fleet_proxy_app("https://superlink.internal:9093")) as tc:
+        for missing in NODE_AUTH_HEADERS:
+            r = tc.post("/v1/fleet/push-messages", headers={k: v for k, v in AUTH.items() if k != missing}, content=b"x")
+            assert r.status_code == 401 and missing in r.text
+        r = tc.post("/v1/fleet/push-messages", content=body())
+    assert r.status_code == 401 and seen == []
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_bodies_above_the_limit_are_refused_with_or_without_content_length(upstream, chunked):
+    seen, _ = upstream
+    with TestClient(fleet_proxy_app("https://superlink.internal:9093", max_body=4096)) as tc:
+        big = b"x" * 5000
+        r = tc.post("/v1/fleet/push-object", headers=AUTH, content=iter([big[:2500], big[2500:]]) if chunked else big)
+        assert r.status_code == 413 and "max_body=4096" in r.text and seen == []
+        ok = tc.post("/v1/fleet/push-object", headers=AUTH, content=iter([b"y" * 2000] * 2) if chunked else b"y" * 4096)
+    assert ok.status_code == 200 and len(seen[0][1]) in (4000, 4096)
+    assert MAX_FLEET_BODY >= fl.MAX_JSON_CHARS   # a message the server accepts fits through the proxy
+
+
+def test_proxy_options_are_checked():
+    with pytest.raises(ValueError, match="max_body"):
+        fleet_proxy_app("https://x:1", max_body=0)
