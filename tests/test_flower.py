@@ -341,7 +341,7 @@ def test_every_run_config_key_has_a_default_or_is_required_and_documented():
 
 def test_written_app_project_is_the_one_flwr_run_reads(tmp_path):
     rc = {"test-weights": str(tmp_path / 'we"ird path' / "tw.npy"), "out": "q.npz", "node-timeout": 300,
-          "agent-nodes": "5 6"}
+          "agent-nodes": "5 6", "agent-max-n": "40 40"}
     p = fl.write_app_project(tmp_path / "app", rc)
     app = tomli.loads(p.read_text())
     assert app["tool"]["flwr"]["app"]["components"] == {"serverapp": "pfwcp_nb.flower:server_app",
