@@ -82,7 +82,7 @@ def test_the_notes_cover_certificate_keys_control_api_and_policy():
     for needed in ("make_tls_files", "link.example.org", "ssh-keygen -t ecdsa -b 384", "flwr supernode register",
                    "--format json", "agent-nodes", "Control API", "--trusted-entities", "policy-max-test-weights",
                    "order statistic", "Flower Hub", "agent-max-n", "score-range", "policy-n1", "weight_above",
-                   "300 s", "push-messages", "pull-object", "not robust"):
+                   "TIMESTAMP_TOLERANCE", "push-messages", "pull-object", "not robust"):
         assert needed in DEPLOY, needed
 
 
