@@ -402,7 +402,8 @@ def test_frozen_noise_localized_scores(cache_dir, gaussian_run):
         np.testing.assert_allclose(new.loc_cal_scores[k], st.localizer.cdf_from_samples(fz.sorted_samples(X),
                                                                                           new.cal_scores[k]), atol=1e-9)
     X = cal[3][0]                                             # one fixed function of X: any batch, any draw
-    np.testing.assert_allclose(fz.sorted_samples(X[:4]), fz.sorted_samples(X)[:4], rtol=1e-6)
+    # float32 network outputs: another batch size may round differently (~1e-7 here); other noise differs by ~0.1
+    np.testing.assert_allclose(fz.sorted_samples(X[:4]), fz.sorted_samples(X)[:4], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(pipeline.frozen_localizer(st).sorted_samples(X), fz.sorted_samples(X), rtol=1e-6)
     with pytest.raises(ValueError, match="2-D"):
         fz.sorted_samples(X[0])
