@@ -37,9 +37,9 @@ __all__ = ['RECORD', 'REQUESTS', 'MAX_JSON_CHARS', 'MAX_INT_DIGITS', 'METHODS', 
            'pack', 'strict_json', 'unpack', 'agent_reply', 'agent_client_app', 'ask_agents', 'check_score_range',
            'check_summary', 'check_message', 'check_oneshot', 'collect_summaries', 'make_estimator',
            'thresholds_over_flower', 'agreed_policies', 'simulate_many', 'simulate', 'agent_nodes', 'agent_max_n',
-           'score_range_value', 'run_config_values', 'app_pyproject', 'write_app_project', 'node_config_values',
-           'load_node_agent', 'load_node_policy', 'deployed_main', 'fleet_proxy_app', 'serve_fleet_proxy',
-           'make_tls_files']
+           'score_range_value', 'config_values', 'run_config_values', 'app_pyproject', 'write_app_project',
+           'node_config_values', 'load_node_agent', 'load_node_policy', 'deployed_main', 'fleet_proxy_app',
+           'serve_fleet_proxy', 'make_tls_files']
 
 # %% ../nbs/10_flower.ipynb #35ef15d3
 RECORD = "pfwcp"   # name of the one ConfigRecord in every pfwcp Flower message
@@ -495,16 +495,25 @@ def score_range_value(value, # run_config['score-range']: "low high"
     except ValueError as e:
         raise ValueError(f"run_config `score-range` must be 'low high' (e.g. '0 inf', '0 1'), got {value!r}: {e}") from None
 
+def config_values(config, # a Flower run_config / node_config (or any mapping)
+                  spec: dict, # key -> (default, help); default None: required
+                  what: str, # the config's name in the error ("run_config", "node_config")
+                  hint: str = "", # where to set the keys, appended to the error
+                 ) -> dict: # every key of `spec`, defaults filled in
+    "A config's values by its spec; ValueError naming every missing required key and every unknown one."
+    c = dict(config)
+    missing = [k for k, (d, _) in spec.items() if d is None and k not in c]
+    unknown = sorted(set(c) - set(spec))
+    if missing or unknown:
+        raise ValueError(f"{what}: missing required key(s) {missing}, unknown key(s) {unknown}; the keys are "
+                         f"{list(spec)}{hint}.")
+    return {k: c.get(k, d) for k, (d, _) in spec.items()}
+
 def run_config_values(run_config, # a Flower run_config (or any mapping)
                      ) -> dict: # every key of RUN_CONFIG, defaults filled in
     "The deployed run's settings; ValueError naming a missing required key or an unknown one."
-    c = dict(run_config)
-    missing = [k for k, (d, _) in RUN_CONFIG.items() if d is None and k not in c]
-    unknown = sorted(set(c) - set(RUN_CONFIG))
-    if missing or unknown:
-        raise ValueError(f"run_config: missing required key(s) {missing}, unknown key(s) {unknown}; the keys are "
-                         f"{list(RUN_CONFIG)} (set them in the app's [tool.flwr.app.config] or flwr run --run-config).")
-    return {k: c.get(k, d) for k, (d, _) in RUN_CONFIG.items()}
+    return config_values(run_config, RUN_CONFIG, "run_config",
+                         " (set them in the app's [tool.flwr.app.config] or flwr run --run-config)")
 
 def app_pyproject(run_config: dict, # run_config keys (test-weights and out required), see RUN_CONFIG
                   name: str = "pfwcp-deploy", # the Flower app's project name
@@ -549,13 +558,7 @@ NODE_CONFIG = {   # node_config key of an agent's SuperNode: (default, meaning);
 
 def node_config_values(node_config) -> dict:
     "An agent SuperNode's settings (NODE_CONFIG), defaults filled in; ValueError naming a missing or unknown key."
-    c = dict(node_config)
-    missing = [k for k, (d, _) in NODE_CONFIG.items() if d is None and k not in c]
-    unknown = sorted(set(c) - set(NODE_CONFIG))
-    if missing or unknown:
-        raise ValueError(f"node_config: missing required key(s) {missing}, unknown key(s) {unknown}; the keys are "
-                         f"{list(NODE_CONFIG)} (flower-supernode --node-config 'key=value ...').")
-    return {k: c.get(k, d) for k, (d, _) in NODE_CONFIG.items()}
+    return config_values(node_config, NODE_CONFIG, "node_config", " (flower-supernode --node-config 'key=value ...')")
 
 def load_node_agent(context: Context) -> AgentCalibration:
     "A deployed SuperNode's agent: scores and weights from the `.npz` at `node_config['data-path']`."

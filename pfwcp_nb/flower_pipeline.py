@@ -29,7 +29,7 @@ from .data import make_federation
 from .pipeline import DEFAULT_TRAIN_KW, _rng, _train_data
 from .pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage
 from .oneshot import OneShotPFWCP
-from .flower import RECORD, METHODS, agent_nodes, agent_reply, pack, unpack, request
+from .flower import RECORD, METHODS, config_values, agent_nodes, agent_reply, pack, unpack, request
 from .query_policy import QueryPolicy
 from ._validate import check_pos_int
 
@@ -898,13 +898,7 @@ PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = r
 
 def pipeline_run_config(run_config) -> dict:
     "The deployed pipeline's settings, defaults filled in; ValueError naming a missing, unknown or malformed key."
-    c = dict(run_config)
-    missing = [k for k, (d, _) in PIPELINE_RUN_CONFIG.items() if d is None and k not in c]
-    unknown = sorted(set(c) - set(PIPELINE_RUN_CONFIG))
-    if missing or unknown:
-        raise ValueError(f"run_config: missing required key(s) {missing}, unknown key(s) {unknown}; the keys are "
-                         f"{list(PIPELINE_RUN_CONFIG)}.")
-    out = {k: c.get(k, d) for k, (d, _) in PIPELINE_RUN_CONFIG.items()}
+    out = config_values(run_config, PIPELINE_RUN_CONFIG, "run_config")
     try:
         out["train-kw"] = json.loads(out["train-kw"])
     except (TypeError, json.JSONDecodeError) as e:
