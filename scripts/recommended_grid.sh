@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Issue 17 item 7: PFWCP's recommended configuration (--select finite-first --gamma auto) beside the paper's
+# configuration, on the same models and the same 500 x 500 calibration draws, MC and CCC, estimated and oracle weights,
+# at one heterogeneity level, all nine datasets. Four runs per level, each resumable (rerun the same command):
+#   results/recommended_LEVEL/          recommended, CCC, estimated weights
+#   results/recommended_LEVEL/check/    paper configuration + the test agent's check (--check), CCC, estimated + oracle
+#   results/recommended_LEVEL/mc/       recommended, MC, estimated + oracle
+#   results/recommended_LEVEL/mc_paper/ paper configuration, MC, estimated + oracle
+# then `python scripts/recommended_summary.py --cache CACHE` makes results/recommended_summary/.
+# Usage: bash scripts/recommended_grid.sh LEVEL [CACHE] [N_SIMS]   (PFWCP_DATA_DIR must point at the data; JOBS
+# worker processes, default 2; DATASETS overrides "all")
+set -euo pipefail
+LEVEL=${1:?usage: bash scripts/recommended_grid.sh LEVEL [CACHE] [N_SIMS]}
+CACHE=${2:-.pfwcp_cache}
+N=${3:-500}
+OUT=results/recommended_$LEVEL
+COMMON=(--datasets ${DATASETS:-all} --methods PFWCP --heterogeneity "$LEVEL" --n-sims "$N" --n-test 500 --seed 0
+        --jobs "${JOBS:-2}" --cache "$CACHE" --no-figures --no-progress)
+REC=(--select finite-first --gamma auto)
+pfwcp-experiments "${COMMON[@]}" --guarantee ccc --weights estimated "${REC[@]}" --out "$OUT"
+pfwcp-experiments "${COMMON[@]}" --guarantee ccc --weights estimated oracle --check --out "$OUT/check"
+pfwcp-experiments "${COMMON[@]}" --guarantee mc --weights estimated oracle "${REC[@]}" --out "$OUT/mc"
+pfwcp-experiments "${COMMON[@]}" --guarantee mc --weights estimated oracle --out "$OUT/mc_paper"
+echo "done $LEVEL $(date -u +%H:%M:%S)"
