@@ -6,6 +6,9 @@
 # trainings), then star and concrete, protein (the cells of the issue), then the other real datasets. JOBS (e.g.
 # "star,1 concrete,1 gaussian_poisson,4") runs those (DATASETS,MODEL_SEED) pairs instead, in that order; PAR: how
 # many at a time (default 2).
+# Every run also computes PFWCP in the recommended configuration (--select finite-first --gamma auto, issue 17) on the
+# same training and draws, into model_seed_M/recommended/. A run whose results.csv exists is not recomputed (SKIP_DONE=0
+# recomputes it), so a queue of already-trained seeds adds only the recommended cells.
 # Usage: bash results/training_variability/run.sh [CACHE]   (PFWCP_DATA_DIR must point at the data;
 # PFWCP overrides the command, e.g. "python -m pfwcp_nb.runner"; SEED0_MODELS: a cache's models/ of the stored grid)
 set -euo pipefail
@@ -14,10 +17,13 @@ OUT=results/training_variability/runs
 export CACHE OUT PFWCP=${PFWCP:-pfwcp-experiments}
 if [ -d "${SEED0_MODELS:-}" ]; then mkdir -p "$CACHE/models" && cp -n "$SEED0_MODELS"/*.pkl "$CACHE/models/" || true; fi
 one() {   # one run: DATASETS (space separated) and MODEL_SEED
-  local ds=$1 m=$2
-  $PFWCP --datasets $ds --guarantee mc ccc --heterogeneity severe --weights estimated --n-sims 200 --n-test 300 \
+  local ds=$1 m=$2 dir="$OUT/${ds// /+}/model_seed_$m"
+  [ "${SKIP_DONE:-1}" = 1 ] && [ -f "$dir/results.csv" ] || $PFWCP --datasets $ds --guarantee mc ccc --heterogeneity severe --weights estimated --n-sims 200 --n-test 300 \
     --seed 0 --model-seed "$m" --jobs 1 --methods CP FCP FCP-QQ FWCP FWCP-QQ PFWCP osPFWCP --exclude osPFWCP:mc --cache "$CACHE" \
-    --out "$OUT/${ds// /+}/model_seed_$m" --no-figures --no-progress > /dev/null
+    --out "$dir" --no-figures --no-progress > /dev/null
+  $PFWCP --datasets $ds --guarantee mc ccc --heterogeneity severe --weights estimated --n-sims 200 --n-test 300 \
+    --seed 0 --model-seed "$m" --jobs 1 --methods PFWCP --select finite-first --gamma auto --cache "$CACHE" \
+    --out "$dir/recommended" --no-figures --no-progress > /dev/null
   echo "done $ds model seed $m $(date -u +%H:%M:%S)"
 }
 export -f one
