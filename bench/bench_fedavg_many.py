@@ -3,7 +3,7 @@ call per federation) and a loop of `fedavg_loop` (the plain reference: one torch
 
     python bench/bench_fedavg_many.py [--federations 120] [--epochs 200] [--n 50] [--d 10] [--hidden 10]
 
-The job is that of the density-ratio classifiers of `04_density_ratio`: G federations of two clients (agent 1, label 1,
+The job is that of the density-ratio classifiers of `06_density_ratio`: G federations of two clients (agent 1, label 1,
 and agent k, label 0; n points each), a network with one hidden layer, binary cross-entropy, full batches (200),
 FedAvg of local Adam. The calibrated ratios (`hparams="calibrated"`) train 4 weight decays x 3 folds x 10 pairs = 120
 such federations in one stack, hence the default G. All three start from the same module and see full batches, so

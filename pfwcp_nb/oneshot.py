@@ -68,7 +68,7 @@ def oneshot_level(alpha: float, # miscoverage level
     alpha = check_unit_open(alpha, "alpha")
     n = check_pos_int(n1, "n1", " (the test agent's number of calibration points)")
     a = alpha if delta is None else ccc_alpha(alpha, delta, n)     # CP's level (CCC: Beta-adjusted, notebook 02)
-    r = int(np.ceil((1.0 - a) * (n + 1) - 1e-9))                  # CP's rank, as `cp` in 07_baselines
+    r = int(np.ceil((1.0 - a) * (n + 1) - 1e-9))                  # CP's rank, as `cp` in 07b_baselines
     if r > n:                                                      # CP's set is the whole line
         warnings.warn(f"oneshot_level: n_1={n} test-agent points cannot certify the guarantee alone (split conformal "
                       f"needs rank {r} > n_1); beta_breve = 1/(n_1+1), the test agent's largest score.", stacklevel=2)

@@ -1,4 +1,4 @@
-"""Two small checks quoted in results/ccc_vs_mc/README.md and 07_baselines.
+"""Two small checks quoted in results/ccc_vs_mc/README.md and 07b_baselines.
 
     python scripts/ccc_vs_mc_checks.py > results/ccc_vs_mc/checks.txt
 
