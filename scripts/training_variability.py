@@ -2,7 +2,9 @@
 all_runs.csv (every training's rows), variability.csv (`reproduce.training_variability`), variability_<mc|ccc>.md
 (`report.variability_table`), the paper comparisons of the stored grid counting the spread over trainings:
 compare_<mc|ccc>_severe_with_training.<csv|md> (`report.compare_with_paper(..., variability=)`), and summary.md
-(PFWCP per dataset; the comparisons whose verdict changes; machines/drift.csv when present).
+(PFWCP per dataset; the comparisons whose verdict changes; machines/drift.csv when present), and, from the runs'
+recommended/ subfolders (PFWCP with --select finite-first --gamma auto on the same trainings and draws, issue 17),
+variability_recommended.csv and its section of summary.md.
 Usage: python scripts/training_variability.py OUT [--stored results/severe/results.csv]"""
 import argparse
 import sys
@@ -47,7 +49,13 @@ def main():
             + comparison_markdown(cmp) + cmd)
         ch = verdict_changes(cmp)
         print(f"{g}: {len(ch)} comparisons change verdict:", ", ".join(f"{r.method}/{r.dataset}" for r in ch.itertuples()))
-    (out / "summary.md").write_text(summary(tv, out, stored))
+    rec_files = sorted(out.glob("runs/*/model_seed_*/recommended/results.csv"))
+    rec = pd.concat([pd.read_csv(f) for f in rec_files], ignore_index=True) if rec_files else pd.DataFrame()
+    if len(rec):
+        n = rec.groupby("dataset").model_seed.nunique()
+        rec = training_variability(rec[rec.dataset.isin(n[n >= 2].index)])
+        rec.to_csv(out / "variability_recommended.csv", index=False)
+    (out / "summary.md").write_text(summary(tv, out, stored) + recommended_summary(tv, rec))
     print(f"{len(files)} runs; datasets with >= 2 trainings: {sorted(tv.dataset.unique())}")
 
 
@@ -95,6 +103,29 @@ def summary(tv: pd.DataFrame, out: Path, stored: pd.DataFrame) -> str:
             lines.append(f"| {r.dataset} | {r.epochs} | {r.dtype} | {r.machine} | {r.pred_max_abs:.2e} | "
                          f"{r.pred_rms_rel:.2e} | {'–' if not np.isfinite(lr) else f'{lr:.2e}'} | "
                          f"{'yes' if r.identical else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def recommended_summary(tv: pd.DataFrame, rec: pd.DataFrame) -> str:
+    "PFWCP's recommended configuration next to the paper's, per dataset: mean, spread over trainings, verdicts."
+    if not len(rec):
+        return ""
+    f = lambda x: f"{100 * x:.2f}"
+    t, r = tv.set_index(["dataset", "method", "guarantee"]), rec.set_index(["dataset", "method", "guarantee"])
+    lines = ["", "PFWCP in the recommended configuration (`--select finite-first --gamma auto`, issue 17) on the same "
+             "trainings and draws (`variability_recommended.csv`), next to the paper's configuration above. "
+             "'≥ target in' counts the trainings whose estimate reaches 90 %; a verdict that holds in every training "
+             "survives the training variability.", "",
+             "| dataset | trainings | MC: paper | recommended | s.d. over trainings | MC ≥ 90 % in: paper / recommended | "
+             "CCC: paper | recommended | s.d. over trainings | CCC ≥ 90 % in: paper / recommended |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for ds in [d for d in PAPER_DATASET_ORDER if (d, "PFWCP", "mc") in r.index and (d, "PFWCP", "mc") in t.index]:
+        pm, pc, rm, rc = (t.loc[(ds, "PFWCP", "mc")], t.loc[(ds, "PFWCP", "ccc")], r.loc[(ds, "PFWCP", "mc")],
+                          r.loc[(ds, "PFWCP", "ccc")])
+        lines.append(f"| {ds} | {rm.n_trainings} | {f(pm['mean'])} | {f(rm['mean'])} | {f(rm.train_sd)} | "
+                     f"{pm.n_meet} of {pm.n_trainings} / {rm.n_meet} of {rm.n_trainings} | {f(pc['mean'])} | "
+                     f"{f(rc['mean'])} | {f(rc.train_sd)} | {pc.n_meet} of {pc.n_trainings} / {rc.n_meet} of "
+                     f"{rc.n_trainings} |")
     return "\n".join(lines) + "\n"
 
 
