@@ -15,19 +15,31 @@
 #              --trusted-entities (Flower's app verification), though the operator submitted it
 # Prints the thresholds, checks they equal the in-process estimators exactly, and stops every process it
 # started (trap). Certificates, keys, data and logs live in a temporary directory, removed at exit unless --keep.
+# With --pipeline the same deployment runs the whole pipeline instead (notebook 10b_flower_pipeline): each SuperNode
+# holds its agent's training, calibration (and, agent 0, test) points of a small gaussian federation
+# (flower_pipeline.federation_data), the app is pfwcp_nb.flower_pipeline's (federated training of the predictor and
+# the pairwise ratio classifiers, then PFWCP's calibration and agent 0's prediction); prints the coverage, the
+# thresholds, the server's events and its seconds by stage, and checks them against the in-process pipeline on the
+# same data and seeds (thresholds within 1e-6, coverage equal).
 #
 #   scripts/flower_deploy.sh [--agents K] [--test-points M] [--rogue] [--foreign] [--keep DIR]
+#                            [--pipeline [--train-kw JSON] [--train-points N] [--cal-points N]]
 #     --agents K       agents = SuperNodes, K >= 2 (default 5)
 #     --test-points M  test points of agent 0 (default 10)
+#     --pipeline       the whole pipeline (training over Flower, calibration, prediction) instead of calibration only
+#     --train-kw JSON  with --pipeline: the training schedule, as simulate_pipeline's train_kw
+#                      (default '{"predictor": {"epochs": 4}, "ratios": {"epochs": 3}}': a few rounds)
+#     --train-points N, --cal-points N   with --pipeline: training and calibration points per agent (default 20, 30)
 #     --rogue          the rogue checks above
 #     --foreign        the foreign-app check above
 #     --keep DIR       keep certificates, keys, data and logs in DIR (must not exist)
 # Needs the extra: pip install "pfwcp_nb[flower]", or pip install -e ".[flower]" from a clone. Exit 0 on success, 1 on failure, 2 on bad arguments.
 set -euo pipefail
 
-USAGE="usage: $0 [--agents K>=2] [--test-points M>=1] [--rogue] [--foreign] [--keep DIR]"
+USAGE="usage: $0 [--agents K>=2] [--test-points M>=1] [--rogue] [--foreign] [--keep DIR] [--pipeline [--train-kw JSON] [--train-points N>=2] [--cal-points N>=1]]"
 usage() { echo "$USAGE" >&2; exit 2; }
-K=5; M=10; ROGUE=0; FOREIGN=0; KEEP=""
+K=5; M=10; ROGUE=0; FOREIGN=0; KEEP=""; PIPELINE=0; TRAIN_KW='{"predictor": {"epochs": 4}, "ratios": {"epochs": 3}}'
+NTRAIN=20; NCAL=30
 while [ $# -gt 0 ]; do
   case "$1" in
     --agents) [ $# -ge 2 ] || usage; K="$2"; shift 2 ;;
@@ -35,12 +47,20 @@ while [ $# -gt 0 ]; do
     --rogue) ROGUE=1; shift ;;
     --foreign) FOREIGN=1; shift ;;
     --keep) [ $# -ge 2 ] || usage; KEEP="$2"; shift 2 ;;
+    --pipeline) PIPELINE=1; shift ;;
+    --train-kw) [ $# -ge 2 ] || usage; TRAIN_KW="$2"; shift 2 ;;
+    --train-points) [ $# -ge 2 ] || usage; NTRAIN="$2"; shift 2 ;;
+    --cal-points) [ $# -ge 2 ] || usage; NCAL="$2"; shift 2 ;;
     -h|--help) echo "$USAGE"; exit 0 ;;
     *) usage ;;
   esac
 done
 [[ "$K" =~ ^[0-9]+$ ]] && [ "$K" -ge 2 ] || { echo "--agents must be an integer >= 2, got '$K'" >&2; usage; }
 [[ "$M" =~ ^[0-9]+$ ]] && [ "$M" -ge 1 ] || { echo "--test-points must be an integer >= 1, got '$M'" >&2; usage; }
+[[ "$NTRAIN" =~ ^[0-9]+$ ]] && [ "$NTRAIN" -ge 2 ] || { echo "--train-points must be an integer >= 2, got '$NTRAIN'" >&2; usage; }
+[[ "$NCAL" =~ ^[0-9]+$ ]] && [ "$NCAL" -ge 1 ] || { echo "--cal-points must be an integer >= 1, got '$NCAL'" >&2; usage; }
+python -c 'import json, sys; d = json.loads(sys.argv[1]); assert isinstance(d, dict)' "$TRAIN_KW" 2>/dev/null \
+  || { echo "--train-kw must be a JSON object, e.g. '{\"predictor\": {\"epochs\": 4}}', got '$TRAIN_KW'" >&2; usage; }
 if [ -n "$KEEP" ]; then
   [ ! -e "$KEEP" ] || { echo "--keep $KEEP exists; give a new directory" >&2; usage; }
   mkdir -p "$KEEP"; T="$(cd "$KEEP" && pwd)"
@@ -64,8 +84,8 @@ export FLWR_HOME="$T/flwr-home"   # throwaway Flower configuration (SuperLink co
 mkdir -p "$FLWR_HOME" "$T/app" "$T/foreign" "$T/certs" "$T/keys" "$T/data"
 
 # --- 1. credentials and data (python `cryptography` is a dependency of flwr itself: no openssl needed)
-python - "$T" "$K" "$M" <<'PY'
-import sys, socket, uuid, warnings
+python - "$T" "$K" "$M" "$PIPELINE" "$TRAIN_KW" "$NTRAIN" "$NCAL" <<'PY'
+import json, sys, socket, time, uuid, warnings
 from pathlib import Path
 import numpy as np
 from cryptography.hazmat.primitives import serialization
@@ -74,7 +94,7 @@ from pfwcp_nb.baselines import toy_draw
 from pfwcp_nb.flower import make_tls_files
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.oneshot import OneShotPFWCP
-T, K, M = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+T, K, M, PIPELINE = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 make_tls_files(T / "certs", ["localhost", "127.0.0.1"])           # a real host: its name(s), see the README
 ssh = lambda k: k.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
 for who in [f"agent_{k}" for k in range(K)] + ["rogue", "guarded"]:   # SuperNode identities (EC P-384, OpenSSH)
@@ -84,15 +104,28 @@ for who in [f"agent_{k}" for k in range(K)] + ["rogue", "guarded"]:   # SuperNod
     (T / "keys" / f"{who}.pub").write_bytes(ssh(key))
 publisher = ed25519.Ed25519PrivateKey.generate()                   # the one app publisher the guarded agent trusts
 (T / "keys/trusted_entities.yaml").write_text(f"fpk_{uuid.uuid4()}: '{ssh(publisher).decode()}'\n")
-d = toy_draw(0, m=M, K=K, n=100, noise_sd=0.0)
-for k in range(K):
-    np.savez(T / f"data/agent_{k}.npz", scores=d.cal_scores[k], weights=d.cal_weights[k])
-np.save(T / "data/test_weights.npy", d.test_weights)
-agents = [AgentCalibration(s, w) for s, w in zip(d.cal_scores, d.cal_weights)]
 warnings.simplefilter("ignore")
-ref = {f"{me}-{cr}": Est(0.1, de).calibrate(agents).threshold(d.test_weights)
-       for me, Est in (("pfwcp", PFWCP), ("ospfwcp", OneShotPFWCP)) for cr, de in (("mc", None), ("ccc", 0.1))}
-np.savez(T / "data/in_process.npz", **ref)
+if PIPELINE:   # each agent's training, calibration [and test] points; the in-process pipeline on the same data and seeds
+    from pfwcp_nb.flower_pipeline import federation_data, write_node_data
+    from pfwcp_nb.pipeline import train_setup, sample_draw
+    from pfwcp_nb.data import make_federation
+    tk, n_train, n_cal = json.loads(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+    write_node_data(T / "data", federation_data("gaussian", K=K, seed=0, n_train=n_train, n_cal=n_cal, n_test=M))
+    t0 = time.perf_counter()
+    st = train_setup("gaussian", K=K, seed=0, n_train=n_train, train_kw=tk, need_localizer=False, progress=False)
+    dr = sample_draw(st, make_federation("gaussian", K=K, seed=0), 0, n_cal=n_cal, n_test=M, localize=False)["estimated"]
+    q = PFWCP(0.1).calibrate([AgentCalibration(s, w) for s, w in zip(dr.cal_scores, dr.cal_weights)]).threshold(dr.test_weights)
+    np.savez(T / "data/in_process.npz", thresholds=q, coverage=np.mean(dr.test_scores <= q),
+             seconds=time.perf_counter() - t0, n_cal=np.array([len(s) for s in dr.cal_scores]))
+else:
+    d = toy_draw(0, m=M, K=K, n=100, noise_sd=0.0)
+    for k in range(K):
+        np.savez(T / f"data/agent_{k}.npz", scores=d.cal_scores[k], weights=d.cal_weights[k])
+    np.save(T / "data/test_weights.npy", d.test_weights)
+    agents = [AgentCalibration(s, w) for s, w in zip(d.cal_scores, d.cal_weights)]
+    ref = {f"{me}-{cr}": Est(0.1, de).calibrate(agents).threshold(d.test_weights)
+           for me, Est in (("pfwcp", PFWCP), ("ospfwcp", OneShotPFWCP)) for cr, de in (("mc", None), ("ccc", 0.1))}
+    np.savez(T / "data/in_process.npz", **ref)
 ports = []
 for _ in range(K + 4):                       # free local ports: SuperLink, proxy, one per SuperNode, rogue, guarded
     s = socket.socket(); s.bind(("127.0.0.1", 0)); ports.append(s.getsockname()[1]); s.close()
@@ -142,13 +175,24 @@ echo "registered $K SuperNode public keys: node ids ${NODES[*]}"
 
 # --- 4. the app project (pfwcp_nb.flower.write_app_project, as in notebook 10_flower)
 # agent-max-n: the n the operator agreed with each agent (here: the size of each agent's data file)
-NS=$(python -c 'import sys, numpy as np; print(" ".join(str(np.load(f"{sys.argv[1]}/agent_{k}.npz")["scores"].size)
-                                                   for k in range(int(sys.argv[2]))))' "$T/data" "$K")
-read -r N1 _ <<< "$NS"
-python -c 'import sys; from pfwcp_nb.flower import write_app_project
+if [ "$PIPELINE" = 1 ]; then
+  # the pipeline's app (pfwcp_nb.flower_pipeline.write_pipeline_app_project): gaussian, the training schedule, MC
+  OUT="$T/data/pipeline.npz"
+  python -c 'import sys; from pfwcp_nb.flower_pipeline import write_pipeline_app_project
+write_pipeline_app_project(sys.argv[1], {"dataset": "gaussian", "agent-nodes": sys.argv[2], "out": sys.argv[3],
+                                         "train-kw": sys.argv[4], "node-timeout": 300.0, "round-timeout": 300.0})' \
+    "$T/app" "${NODES[*]}" "$OUT" "$TRAIN_KW"
+  N1="$NCAL"
+else
+  OUT="$T/data/thresholds.npz"
+  NS=$(python -c 'import sys, numpy as np; print(" ".join(str(np.load(f"{sys.argv[1]}/agent_{k}.npz")["scores"].size)
+                                                     for k in range(int(sys.argv[2]))))' "$T/data" "$K")
+  read -r N1 _ <<< "$NS"
+  python -c 'import sys; from pfwcp_nb.flower import write_app_project
 write_app_project(sys.argv[1], {"test-weights": sys.argv[2], "out": sys.argv[3], "node-timeout": 300.0,
                                 "agent-nodes": sys.argv[4], "agent-max-n": sys.argv[5]})' \
-  "$T/app" "$T/data/test_weights.npy" "$T/data/thresholds.npz" "${NODES[*]}" "$NS"
+    "$T/app" "$T/data/test_weights.npy" "$OUT" "${NODES[*]}" "$NS"
+fi
 
 # --- 5. one SuperNode per agent (separate processes, through the proxy), plus an unregistered one with --rogue
 start_supernode() {  # name port node-config [more flags]
@@ -166,11 +210,12 @@ fi
 echo "started $K SuperNodes$([ "$ROGUE" = 1 ] && echo ' and 1 unregistered one')"
 
 # --- 6. the run (operator, loopback): summaries, Procedure 1, PFWCP and osPFWCP for MC and CCC
-START=$(date +%s)
+#        (--pipeline: training rounds, calibration, prediction)
+START=$(date +%s.%N)
 (cd "$T/app" && flwr run . pfwcp --stream) > "$T/run.log" 2>&1 || { echo "flwr run failed:" >&2; tail -30 "$T/run.log" >&2; exit 1; }
-for i in $(seq 1 60); do [ -f "$T/data/thresholds.npz" ] && break; sleep 1; done
-[ -f "$T/data/thresholds.npz" ] || { echo "the ServerApp wrote no thresholds; the run's log:" >&2; tail -30 "$T/run.log" >&2; exit 1; }
-echo "flwr run finished in $(( $(date +%s) - START )) s"
+for i in $(seq 1 60); do [ -f "$OUT" ] && break; sleep 1; done
+[ -f "$OUT" ] || { echo "the ServerApp wrote no result; the run's log:" >&2; tail -30 "$T/run.log" >&2; exit 1; }
+echo "flwr run finished in $(python -c 'import sys, time; print(round(time.time() - float(sys.argv[1]), 1))' "$START") s"
 
 # --- 7. a foreign app: its ClientApp would send the node's data file to whoever runs it
 cat > "$T/foreign/pyproject.toml" <<TOML
@@ -270,7 +315,29 @@ else:
 PY
 fi
 
-# --- 8. thresholds, and the exact comparison with the in-process estimators
+# --- 8. thresholds, and the exact comparison with the in-process estimators (--pipeline: within 1e-6)
+if [ "$PIPELINE" = 1 ]; then
+  python - "$T" <<'PY'
+import json, sys
+from pathlib import Path
+import numpy as np
+T = Path(sys.argv[1])
+got, ref = np.load(T / "data/pipeline.npz"), np.load(T / "data/in_process.npz")
+s = json.loads(str(got["summary"]))
+np.set_printoptions(precision=4, linewidth=120)
+print(f"pipeline: trained over agents {s['trained']} in {s['rounds']} rounds, calibrated over agents {s['agents']}")
+print(f"server events: {s['events'] or 'none'}")
+print("server seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in s["seconds"].items())
+      + f"; in process (training + draw + PFWCP) {float(ref['seconds']):.1f}")
+dq = float(np.max(np.abs(got["thresholds"] - ref["thresholds"])))
+same_cov = s["coverage"] == float(ref["coverage"])
+print(f"coverage {s['coverage']:.4f} (in process {float(ref['coverage']):.4f}, equal: {same_cov}); "
+      f"mean interval length {s['mean_size']:.4f}")
+print(f"thresholds {got['thresholds'][:8]}  (== in process within 1e-6: {dq <= 1e-6}; max |diff| {dq:.2g})")
+sys.exit(0 if dq <= 1e-6 and same_cov else 1)
+PY
+  exit $?
+fi
 python - "$T" <<'PY'
 import sys
 from pathlib import Path
