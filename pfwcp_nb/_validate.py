@@ -5,10 +5,12 @@
 # %% ../nbs/00_validate.ipynb #48d098fc
 from __future__ import annotations
 import numpy as np
+import inspect
+from fastcore.docments import docments
 
 # %% auto #0
-__all__ = ['check_unit_open', 'check_unit_half_open', 'check_pos_int', 'check_weights', 'check_n_eff', 'check_agg_weights',
-           'check_engine']
+__all__ = ['check_unit_open', 'check_tail_mass', 'check_pos_int', 'check_weights', 'check_n_eff', 'check_agg_weights',
+           'check_engine', 'add_param_docs']
 
 # %% ../nbs/00_validate.ipynb #5660d2bf
 def _number(x, name: str, interval: str) -> float:
@@ -26,13 +28,14 @@ def check_unit_open(x, # the value to check
         raise ValueError(f"`{name}` must lie in the open interval (0, 1), got {x}.")
     return x
 
-def check_unit_half_open(x, # the value to check
-                         name: str = "level", # the argument's name, for the message
-                        ) -> float:
-    "A number in (0, 1]: the level of a quantile."
-    x = _number(x, name, "(0, 1]")
-    if not (0.0 < x <= 1.0):
-        raise ValueError(f"`{name}` must lie in (0, 1], got {x}.")
+def check_tail_mass(x, # the value to check
+                    name: str = "alpha", # the argument's name, for the message
+                   ) -> float:
+    "A number in [0, 1): the mass above a quantile, whose level is 1 - x."
+    x = _number(x, name, "[0, 1)")
+    if not (0.0 <= x < 1.0):
+        raise ValueError(f"`{name}` must lie in [0, 1) (the mass above the quantile: the quantile at level 1 - {name}; "
+                         f"0.1 gives the 90 % quantile), got {x}.")
     return x
 
 # %% ../nbs/00_validate.ipynb #b794fd7f
@@ -103,3 +106,32 @@ def check_engine(engine: str, # "exact" or "mc"
     if n_rep is None:
         n_rep = 2000 if criterion == "mc" else 4000   # the paper's choices
     return engine, check_pos_int(n_rep, "n_rep")
+
+# %% ../nbs/00_validate.ipynb #70c4e406
+def _param_section(f) -> str:
+    "A `Parameters` section from `f`'s docments comments ('' when none is documented)."
+    d = {k: v for k, v in docments(f).items() if k != "self" and v}
+    if not d:
+        return ""
+    ret = d.pop("return", None)
+    lines = [f"    {k}: {v}" for k, v in d.items()] + ([f"    returns: {ret}"] if ret else [])
+    return "\n\nParameters\n----------\n" + "\n".join(lines)
+
+def add_param_docs(namespace: dict, # a module's globals(): its public functions and classes get the sections
+                  ) -> None:
+    "Append the docments `Parameters` section to the docstrings of the public names defined in `namespace`."
+    mod = namespace["__name__"]
+    for name, obj in list(namespace.items()):
+        if name.startswith("_") or getattr(obj, "__module__", None) != mod:
+            continue
+        if inspect.isfunction(obj):
+            targets = [(obj, obj)]
+        elif inspect.isclass(obj):
+            targets = [(obj, obj)]                      # docments of a class: its __init__'s or its dataclass fields
+            targets += [(v, v) for k, v in inspect.getmembers(obj, inspect.isfunction) if not k.startswith("_")]
+        else:
+            continue
+        for holder, f in targets:
+            doc = holder.__doc__ or ""
+            if "\nParameters\n" not in doc:
+                holder.__doc__ = doc + _param_section(f)

@@ -14,7 +14,7 @@ from scipy import special
 from tqdm.auto import tqdm
 from .quantiles import weighted_quantile, quantile_of_quantiles
 from .procedure import select_quantiles, QuantileChoice, ccc_alpha
-from ._validate import check_unit_open
+from ._validate import check_unit_open, add_param_docs
 from .pfwcp import AgentCalibration, PFWCP, InfiniteThresholdWarning
 from .trust import choose_gamma, trust_check, with_gamma
 from .oneshot import OneShotPFWCP
@@ -23,9 +23,10 @@ from .localizer import FoldedNormalSampler, Localizer
 
 # %% auto #0
 __all__ = ['ENGINES', 'QQ_BETA_STEPS', 'PFWCP_GAMMA_RULES', 'ORACLE_SUFFIX', 'METHODS', 'CalibrationDraw', 'oracle_fwcp_weights',
-           'fwcp_fields', 'localized_fields', 'toy_draw', 'cp', 'fcp', 'qq_grid', 'qq_choice', 'fcp_qq', 'fwcp',
-           'fwcp_qq', 'fglcp', 'pfwcp', 'ospfwcp', 'ospfwglcp', 'MethodSpec', 'register_method', 'get_spec',
-           'get_method', 'run_method', 'WEIGHTED_METHODS', 'ORACLE_METHODS', 'LOCALIZED_METHODS', 'METHOD_ORDER']
+           'fwcp_fields', 'localized_fields', 'toy_draw', 'split_conformal', 'cp', 'fcp', 'qq_grid', 'qq_choice',
+           'fcp_qq', 'fwcp', 'fwcp_qq', 'fglcp', 'pfwcp', 'ospfwcp', 'ospfwglcp', 'MethodSpec', 'register_method',
+           'get_spec', 'get_method', 'run_method', 'WEIGHTED_METHODS', 'ORACLE_METHODS', 'LOCALIZED_METHODS',
+           'METHOD_ORDER']
 
 # %% ../nbs/07b_baselines.ipynb #d74cc1a8
 def _float_list(v, name: str) -> list:
@@ -239,21 +240,32 @@ def _check_call(alpha, delta, engine) -> tuple[float, float | None]:
         raise ValueError(f"`engine` must be one of {ENGINES}, got {engine!r}.")
     return alpha, delta
 
-def _split_threshold(scores, weights, level, inf_weight, m: int) -> np.ndarray:
-    "Weighted split-conformal quantile with the test mass at +inf, broadcast to (m,)."
-    if level >= 1.0:                     # alpha* = 0: the quantile is the +inf atom
+def _split_threshold(scores, weights, alpha, inf_weight, m: int) -> np.ndarray:
+    "Weighted split-conformal quantile at level 1 - alpha with the test mass at +inf, broadcast to (m,)."
+    if alpha <= 0.0:                     # alpha* = 0: the quantile is the +inf atom
         return np.full(m, np.inf)
-    q = weighted_quantile(scores, weights, level, inf_weight=inf_weight)
+    q = weighted_quantile(scores, weights, alpha=alpha, inf_weight=inf_weight)
     return np.broadcast_to(np.asarray(q, dtype=float), (m,)).copy()
+
+# %% ../nbs/07b_baselines.ipynb #b1c2d3e5
+def split_conformal(scores, # one agent's calibration scores s_1..s_n (1-D, no NaN)
+                    alpha: float, # miscoverage in (0, 1): the set covers with probability >= 1 - alpha
+                    delta: float | None = None, # None: marginal coverage; else the CCC level (Beta-adjusted alpha)
+                   ) -> float: # threshold Q; +inf when n is too small for alpha
+    "CP: the split-conformal threshold of one agent's calibration scores (the test point's mass at +inf)."
+    s = np.asarray(scores, dtype=float)
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError(f"`scores` must be a non-empty 1-D array of calibration scores, got shape {s.shape}.")
+    alpha, delta = _check_call(alpha, delta, "exact")
+    a = alpha if delta is None else ccc_alpha(alpha, delta, s.size)
+    return float(_split_threshold(s, np.ones_like(s), a, 1.0, 1)[0])
 
 # %% ../nbs/07b_baselines.ipynb #d06e688f
 def cp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
        seed=0) -> np.ndarray:
     "CP: split conformal on agent 0's scores only (CCC: Beta-adjusted alpha with n = n_1)."
     alpha, delta = _check_call(alpha, delta, engine)
-    s = draw.cal_scores[0]
-    a = alpha if delta is None else ccc_alpha(alpha, delta, s.size)
-    return _split_threshold(s, np.ones_like(s), 1.0 - a, 1.0, draw.m)
+    return np.full(draw.m, split_conformal(draw.cal_scores[0], alpha, delta))
 
 # %% ../nbs/07b_baselines.ipynb #6cc93c35
 def fcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
@@ -262,7 +274,7 @@ def fcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engi
     alpha, delta = _check_call(alpha, delta, engine)
     s = np.concatenate(draw.cal_scores)
     a = alpha if delta is None else ccc_alpha(alpha, delta, s.size)
-    return _split_threshold(s, np.ones_like(s), 1.0 - a, 1.0, draw.m)
+    return _split_threshold(s, np.ones_like(s), a, 1.0, draw.m)
 
 # %% ../nbs/07b_baselines.ipynb #6fd664a1
 QQ_BETA_STEPS = 400
@@ -299,7 +311,7 @@ def _qq_threshold(local_q, choice: QuantileChoice, name: str, m: int) -> np.ndar
                       f"{choice.objective.max():.4g}); returning +inf thresholds (the trivial set).", stacklevel=3)
         return np.full(m, np.inf)
     K = local_q.shape[-1]
-    out = quantile_of_quantiles(local_q, np.full(K, 1.0 / K), 1.0 - choice.tau)
+    out = quantile_of_quantiles(local_q, np.full(K, 1.0 / K), alpha=choice.tau)
     return np.broadcast_to(np.asarray(out, dtype=float), (m,)).copy()
 
 def fcp_qq(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
@@ -307,7 +319,7 @@ def fcp_qq(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, e
     "FCP-QQ: the ceil(K(1-tau))-th smallest unweighted local quantile at level 1-beta (levels from `qq_choice`)."
     alpha, delta = _check_call(alpha, delta, engine)
     ch = qq_choice(draw.n, alpha, delta, engine=engine)     # depends on the draw only through n_k: computed once
-    q = np.array([weighted_quantile(s, np.ones_like(s), 1.0 - ch.beta, inf_weight=1.0) for s in draw.cal_scores])
+    q = np.array([weighted_quantile(s, np.ones_like(s), alpha=ch.beta, inf_weight=1.0) for s in draw.cal_scores])
     return _qq_threshold(q, ch, "FCP-QQ", draw.m)
 
 # %% ../nbs/07b_baselines.ipynb #3e666ccd
@@ -323,7 +335,7 @@ def fwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, eng
     _need_fwcp(draw, "FWCP")
     s, w = np.concatenate(draw.cal_scores), np.concatenate(draw.fwcp_cal_weights)
     a = alpha if delta is None else ccc_alpha(alpha, delta, s.size)
-    return _split_threshold(s, w, 1.0 - a, draw.fwcp_test_weights, draw.m)
+    return _split_threshold(s, w, a, draw.fwcp_test_weights, draw.m)
 
 # %% ../nbs/07b_baselines.ipynb #3a6fb4b8
 def fwcp_qq(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
@@ -332,7 +344,7 @@ def fwcp_qq(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, 
     alpha, delta = _check_call(alpha, delta, engine)
     _need_fwcp(draw, "FWCP-QQ")
     ch = qq_choice(draw.n, alpha, delta, engine=engine)
-    q = np.column_stack([weighted_quantile(s, w, 1.0 - ch.beta, inf_weight=draw.fwcp_test_weights)
+    q = np.column_stack([weighted_quantile(s, w, alpha=ch.beta, inf_weight=draw.fwcp_test_weights)
                          for s, w in zip(draw.cal_scores, draw.fwcp_cal_weights)])       # (m, K)
     return _qq_threshold(q, ch, "FWCP-QQ", draw.m)
 
@@ -356,7 +368,7 @@ def fglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, en
     _need_loc(draw, "FGLCP")
     s = draw.loc_cal_scores[0]
     a = alpha if delta is None else ccc_alpha(alpha, delta, s.size)
-    q = _split_threshold(s, np.ones_like(s), 1.0 - a, 1.0, draw.m)
+    q = _split_threshold(s, np.ones_like(s), a, 1.0, draw.m)
     return _from_localized(draw, q, np.isfinite(q))
 
 # %% ../nbs/07b_baselines.ipynb #07a3dfb3
@@ -514,3 +526,6 @@ def _summarise(df: pd.DataFrame, alpha: float = 0.1) -> pd.DataFrame:
                         "median size": g["median_size"].median(),
                         "% inf": 100 * g["share_inf"].mean()})
     return out.unstack("guarantee").swaplevel(axis=1)[["MC", "CCC"]]
+
+# %% ../nbs/07b_baselines.ipynb #5336b840
+add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import xlrd
 
-from ._validate import check_pos_int
+from ._validate import check_pos_int, add_param_docs
 
 # %% auto #0
 __all__ = ['TASK_KINDS', 'SHIFT_KINDS', 'HETEROGENEITY', 'DATASET_SPECS', 'BIKE_COVARIATES', 'CRIME_NONPREDICTIVE', 'CRIME_D',
@@ -319,8 +319,12 @@ def _real(name: str, data_dir=None):
     paths = data_path(name, data_dir)
     return _load_cached(name, tuple(str(p) for p in paths), tuple(p.stat().st_mtime for p in paths))
 
-def load_dataset(name: str, data_dir: str | os.PathLike | None = None, *, n: int | None = None,
-                 seed: int | np.random.Generator | None = 0) -> tuple[np.ndarray, np.ndarray]:
+def load_dataset(name: str, # a registered dataset (`DATASETS`), e.g. "gaussian", "crime", "cifar10c"
+                 data_dir: str | os.PathLike | None = None, # folder of the data files; None: $PFWCP_DATA_DIR, else ./data
+                 *,
+                 n: int | None = None, # synthetic datasets: number of draws (default 10,000)
+                 seed: int | np.random.Generator | None = 0, # synthetic datasets: the draws' seed
+                ) -> tuple[np.ndarray, np.ndarray]: # X (N, d), y (N,)
     """Covariates `X` (N, d) and responses/labels `y` (N,) of dataset `name`, preprocessed as in Section S3.
 
     Real regression data: `X` float64 min-max normalised to [0, 1], `y` float64 untransformed. `cifar10c`: `X` the clean
@@ -580,3 +584,6 @@ def draw_split(fed: Federation, *, n_train=50, n_cal=100, n_test: int = 500, rng
             out[f"{part}_X"].append(X); out[f"{part}_y"].append(y); out[f"{part}_info"].append(info)
     test_X, test_y, test_info = fed.sample(0, n_test, rng, return_info=True)
     return FederatedSplit(test_X=test_X, test_y=test_y, federation=fed, test_info=test_info, **out)
+
+# %% ../nbs/04_data.ipynb #2cf7910a
+add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

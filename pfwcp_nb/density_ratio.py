@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 from .federated import fedavg_many, make_mlp
 from .models import DATASET_ARCH, PCAProjection, _check_agents_X, fit_pca
 from .quantiles import effective_sample_size
+from ._validate import add_param_docs
 
 # %% auto #0
 __all__ = ['RATIO_METHODS', 'DEFAULT_EPS', 'RATIO_ARCHS', 'IMAGE_ARCHS', 'WEIGHT_DECAY_GRID', 'HPARAMS', 'FWCP_ALPHA_GRID',
@@ -606,3 +607,6 @@ def fit_selected_ratios(
         r.hparams = dict(hparams="select", candidate=cand.name, weight_decay=float(cand.weight_decay), temperature=1.0,
                          cv=table)
     return out
+
+# %% ../nbs/06_density_ratio.ipynb #05079386
+add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

@@ -10,7 +10,7 @@ import numpy as np
 from .quantiles import quantile_of_quantiles
 from .coverage import coverage_objective, aggregation_weights, largest_feasible_tau
 from .procedure import select_quantiles, QuantileChoice, FEAS_TOL, TIE_TOL, ccc_alpha
-from ._validate import check_unit_open, check_engine, check_agg_weights, check_pos_int
+from ._validate import check_unit_open, check_engine, check_agg_weights, check_pos_int, add_param_docs
 from .pfwcp import (AgentCalibration, AgentSummary, OneShotMessage, _ThresholdPredictor, _as_test_weights,
                              _check_agents)
 
@@ -182,7 +182,7 @@ class OneShotPFWCP(_OneShotPlanner):
         self.n_eff_, w = np.array([m.n_eff for m in self.messages_]), self.agg_weights_
         self.taus_ = oneshot_tau_grid(w, self.n_steps)
         qb = np.array([m.quantile for m in self.messages_])
-        self.tau_thresholds_ = np.array([quantile_of_quantiles(qb, w, 1.0 - t) for t in self.taus_])
+        self.tau_thresholds_ = np.array([quantile_of_quantiles(qb, w, alpha=t) for t in self.taus_])
         return self
 
     def select(self, test_weights) -> OneShotSelection:
@@ -192,7 +192,9 @@ class OneShotPFWCP(_OneShotPlanner):
         return _tau_search(local_levels(self.messages_, test_weights), self.n_eff_, self.taus_, self.agg_weights_,
                            self.alpha, self.delta, self.engine, self.n_rep, self.rng)
 
-    def threshold(self, test_weights) -> np.ndarray:
+    def threshold(self,
+                  test_weights, # (m, K): column k = agent k's density ratio omega^k(X_j) at the m test points; column 0 all ones
+                 ) -> np.ndarray: # thresholds (m,), +inf where the set is everything
         "Q-breve_{beta_breve, tau(X)}: the weighted quantile of the agents' one-shot quantiles at 1 - tau(X)."
         sel = self.select(test_weights)
         q = self.tau_thresholds_[sel.index]
@@ -209,3 +211,6 @@ class OneShotPFWCP(_OneShotPlanner):
         s = (f"OneShotPFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, "
              f"beta_breve_rule={self.beta_breve_rule!r})")
         return s + (f" calibrated: beta_breve={self.beta_breve_:.4f}, {self.taus_.size} taus" if self.messages_ is not None else "")
+
+# %% ../nbs/03_oneshot.ipynb #bfe6e5b4
+add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

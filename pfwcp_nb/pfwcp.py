@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 from .quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles, sorted_weighted_quantile, WQ_TOL
 from .procedure import select_quantiles, QuantileChoice, SELECT_RULES, infinite_cells, choose_cells
-from ._validate import check_unit_open, check_unit_half_open, check_weights
+from ._validate import check_unit_open, check_tail_mass, check_weights, add_param_docs
 
 # %% auto #0
 __all__ = ['PROTOCOL_VERSION', 'AgentSummary', 'AgentMessage', 'OneShotMessage', 'band_quantile', 'AgentCalibration', 'aggregate',
@@ -96,21 +96,22 @@ class OneShotMessage(_Wire):
 # %% ../nbs/02b_pfwcp.ipynb #c0b4d002
 def band_quantile(values, # scores v_1..v_n (1-D; NaN not allowed)
                   weights, # estimated weights w_1..w_n >= 0
-                  level: float, # quantile level in (0, 1]
+                  *,
+                  alpha: float, # mass above the quantile, in [0, 1): the quantile at level 1 - alpha
                   gamma: float = 1.0, # band factor >= 1: every weight may be off by a factor in [1/gamma, gamma]
                   inf_weight=0.0, # the test point's weight: a scalar, or a 1-D array of m test weights
                  ) -> float | np.ndarray: # float for scalar `inf_weight`, else an array (m,)
-    "The largest `weighted_quantile(values, w', level, inf_weight=t')` over all w' in [w/gamma, gamma*w], t' in [t/gamma, gamma*t]."
+    "The largest `weighted_quantile(values, w', alpha=alpha, inf_weight=t')` over all w' in [w/gamma, gamma*w], t' in [t/gamma, gamma*t]."
     g = float(gamma)
     if not (np.isfinite(g) and g >= 1.0):
         raise ValueError(f"`gamma` must be a finite number >= 1 (1: trust the weights as they are), got {gamma!r}.")
     if g == 1.0:
-        return weighted_quantile(values, weights, level, inf_weight=inf_weight)
+        return weighted_quantile(values, weights, alpha=alpha, inf_weight=inf_weight)
     v = np.asarray(values, dtype=float)
     if v.ndim != 1 or np.any(np.isnan(v)):
         raise ValueError(f"`values` must be a 1-D array without NaN, got shape {v.shape}.")
     w = check_weights(weights, "weights", n=v.size, allow_all_zero=True)
-    level = check_unit_half_open(level)
+    level = 1.0 - check_tail_mass(alpha)
     t = np.asarray(inf_weight, dtype=float)
     if t.ndim > 1 or not np.all(np.isfinite(t)) or np.any(t < 0):
         raise ValueError("`inf_weight` must be a finite scalar or 1-D array >= 0 (the test point's weight).")
@@ -146,7 +147,7 @@ class AgentCalibration:
         return self._summary
 
     def message(self,
-                beta: float, # local level
+                beta: float, # local level: the mass above the local quantile, in (0, 1) (Q^k at level 1 - beta)
                 test_weights, # omega^k(X) for m test points: scalar or (m,)
                 gamma: float = 1.0, # band factor >= 1 of the weights (`band_quantile`); 1: the weights as they are
                ) -> AgentMessage:
@@ -155,7 +156,7 @@ class AgentCalibration:
         tw = np.atleast_1d(np.asarray(test_weights, dtype=float))
         if tw.ndim != 1:
             raise ValueError(f"`test_weights` must be a scalar or 1-D (m,), got shape {tw.shape}.")
-        q = band_quantile(self._scores, self._weights, 1.0 - beta, gamma, inf_weight=tw)
+        q = band_quantile(self._scores, self._weights, alpha=beta, gamma=gamma, inf_weight=tw)
         return AgentMessage(quantiles=np.atleast_1d(q), beta=beta)
 
     def oneshot_message(self,
@@ -163,7 +164,7 @@ class AgentCalibration:
                        ) -> OneShotMessage:
         "osPFWCP calibration message: Q-breve at level 1-beta_breve (no +inf atom) and the two weight totals."
         bb = check_unit_open(beta_breve, "beta_breve")
-        q = weighted_quantile(self._scores, self._weights, 1.0 - bb)
+        q = weighted_quantile(self._scores, self._weights, alpha=bb)
         above = float(self._weights[self._scores > q].sum())
         return OneShotMessage(quantile=float(q), weight_total=self._summary.weight_total, weight_above=above,
                               n_eff=self._summary.n_eff, beta_breve=bb)
@@ -186,7 +187,7 @@ def aggregate(messages, # one AgentMessage per agent, all for the same m test po
     if not (0.0 <= tau < 1.0):
         raise ValueError(f"`tau` must lie in [0, 1), got {tau}.")
     Q = np.column_stack([np.asarray(m.quantiles, dtype=float) for m in messages])
-    return np.atleast_1d(quantile_of_quantiles(Q, agg_weights, 1.0 - tau))
+    return np.atleast_1d(quantile_of_quantiles(Q, agg_weights, alpha=tau))
 
 # %% ../nbs/02b_pfwcp.ipynb #f282564a
 def _as_test_weights(test_weights, K: int,
@@ -278,8 +279,8 @@ def _paper_thresholds(agents, tw, beta: float, agg_weights, tau: float, block: i
     sv = [(a._scores, np.cumsum(a._weights)) for a in agents]                 # as `weighted_quantile` sorts them
     out, step = np.empty(tw.shape[0]), max(1, block // len(agents))
     for i in range(0, tw.shape[0], step):
-        Q = np.column_stack([sorted_weighted_quantile(v, c, 1.0 - beta, tw[i:i + step, k]) for k, (v, c) in enumerate(sv)])
-        out[i:i + step] = quantile_of_quantiles(Q, agg_weights, 1.0 - tau)
+        Q = np.column_stack([sorted_weighted_quantile(v, c, alpha=beta, inf_weight=tw[i:i + step, k]) for k, (v, c) in enumerate(sv)])
+        out[i:i + step] = quantile_of_quantiles(Q, agg_weights, alpha=tau)
     return out
 
 class InfiniteThresholdWarning(UserWarning):
@@ -301,8 +302,10 @@ class _CellRules(_ThresholdPredictor):
         _, r, t = self._cell_index(test_weights)
         return self.choice_.grid[0][r], self.choice_.grid[1][t]
 
-    def threshold(self, test_weights) -> np.ndarray:
-        "Q(X) for each test point (m,) (in process: asks every agent, then aggregates); counts and warns about +inf ones."
+    def threshold(self,
+                  test_weights, # (m, K): column k = agent k's density ratio omega^k(X_j) at the m test points; column 0 all ones
+                 ) -> np.ndarray: # thresholds Q(X_j) (m,), +inf where the set is everything
+        "Q(X) for each test point (in process: asks every agent, then aggregates); counts (`n_infinite_`) and warns about +inf ones."
         if self.select == "paper":
             if self.choice_ is None or self._agents is None or self.gamma != 1.0:
                 return self._count_infinite(self.combine(self.messages(test_weights)))   # errors, or the band
@@ -397,3 +400,6 @@ class PFWCP(_CellRules):
         s = (f"PFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, select={self.select!r}"
              + (f", gamma={self.gamma:g})" if self.gamma != 1.0 else ")"))
         return s + (f" calibrated: beta*={self.beta_:.4f}, tau*={self.tau_:.4f}" if self.choice_ is not None else "")
+
+# %% ../nbs/02b_pfwcp.ipynb #c43cc08c
+add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

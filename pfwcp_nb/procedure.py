@@ -10,7 +10,7 @@ import numpy as np
 from scipy import optimize, stats
 from .quantiles import WQ_TOL
 from .coverage import coverage_objective, feasibility_bounds, aggregation_weights, MAX_EXACT_K
-from ._validate import check_agg_weights, check_engine, check_n_eff, check_unit_open
+from ._validate import check_agg_weights, check_engine, check_n_eff, check_unit_open, add_param_docs
 
 # %% auto #0
 __all__ = ['FEAS_TOL', 'TIE_TOL', 'SELECT_RULES', 'paper_grid', 'select_cell', 'aggregate_level', 'QuantileChoice',
@@ -265,3 +265,6 @@ def ccc_alpha(alpha: float, # target miscoverage
         r = np.nextafter(r, 0.0)
     return float(r)
 
+
+# %% ../nbs/02_procedure.ipynb #1102cf6b
+add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

@@ -5,7 +5,7 @@
 # %% ../nbs/00a_quantiles.ipynb #2d118c50
 from __future__ import annotations
 import numpy as np
-from ._validate import check_weights, check_unit_half_open
+from ._validate import check_weights, check_tail_mass, add_param_docs
 
 # %% auto #0
 __all__ = ['WQ_TOL', 'weighted_quantile', 'sorted_weighted_quantile', 'effective_sample_size', 'quantile_of_quantiles']
@@ -17,17 +17,18 @@ WQ_TOL: float = 1e-12  # relative tolerance of the comparison F(x) >= level (see
 # %% ../nbs/00a_quantiles.ipynb #f3109c7b
 def weighted_quantile(values, # scores v_1..v_n (1-D, may contain ties; NaN not allowed)
                       weights, # weights w_1..w_n >= 0; all zero only with a positive `inf_weight`
-                      level: float, # quantile level in (0, 1]
+                      *,
+                      alpha: float, # mass above the quantile, in [0, 1): the quantile at level 1 - alpha (0.1 -> 90 %)
                       inf_weight=0.0, # mass at +inf: a scalar, or a 1-D array of m test weights
                      ) -> float | np.ndarray: # float for scalar `inf_weight`, else an array (m,)
-    "`inf{x : F(x) >= level}` for F the CDF of `(sum_i w_i delta_{v_i} + inf_weight delta_{+inf}) / total`."
+    "`inf{x : F(x) >= 1 - alpha}` for F the CDF of `(sum_i w_i delta_{v_i} + inf_weight delta_{+inf}) / total`."
     v = np.asarray(values, dtype=float)
     if v.ndim != 1:
         raise ValueError(f"`values` must be a 1-D array, got shape {v.shape}.")
     if np.any(np.isnan(v)):
         raise ValueError("`values` contains NaN; remove or impute those scores first.")
     w = check_weights(weights, "weights", n=v.size, allow_all_zero=True)
-    level = check_unit_half_open(level)
+    alpha = check_tail_mass(alpha)
     w_inf = np.asarray(inf_weight, dtype=float)
     if w_inf.ndim > 1:
         raise ValueError(f"`inf_weight` must be a scalar or a 1-D array of test weights, got shape {w_inf.shape}.")
@@ -37,17 +38,18 @@ def weighted_quantile(values, # scores v_1..v_n (1-D, may contain ties; NaN not 
         raise ValueError("`weights` are all zero and `inf_weight` is 0" + ("" if w_inf.ndim == 0 else " for some test points")
                          + ": there is no mass to take a quantile of; at least one weight must be positive.")
     order = np.argsort(v, kind="stable")
-    out = sorted_weighted_quantile(v[order], np.cumsum(w[order]), level, w_inf)
+    out = sorted_weighted_quantile(v[order], np.cumsum(w[order]), alpha=alpha, inf_weight=w_inf)
     return float(out) if out.ndim == 0 else out
 
 # %% ../nbs/00a_quantiles.ipynb #5b1a7e10
 def sorted_weighted_quantile(v_sorted, # scores sorted increasingly (n,)
                              cum, # their cumulative weights, `np.cumsum(weights in that order)` (n,)
-                             level: float, # quantile level in (0, 1]
+                             *,
+                             alpha: float, # mass above the quantile, in [0, 1) (not checked)
                              inf_weight, # mass at +inf: a scalar or test weights (m,)
                             ) -> np.ndarray: # same shape as `inf_weight`
     "`weighted_quantile`'s search alone, on scores already sorted with their cumulative weights: no checks, no sort (for loops over agents and blocks of test points)."
-    target = level * (cum[-1] + inf_weight) * (1.0 - WQ_TOL)
+    target = (1.0 - alpha) * (cum[-1] + inf_weight) * (1.0 - WQ_TOL)
     idx = (np.searchsorted(cum, target, side="left") if cum[-1] > 0
            else np.full(np.shape(inf_weight), v_sorted.size))     # all calibration weights zero: a point mass at +inf
     return np.where(idx < v_sorted.size, v_sorted[np.minimum(idx, v_sorted.size - 1)], np.inf)
@@ -65,9 +67,10 @@ _STABLE_K: int = 64   # up to this many agents the aggregation sorts stably (~5x
 
 def quantile_of_quantiles(quantiles, # local quantiles, (K,) or (m, K); may contain +inf
                           weights, # aggregation weights (K,) >= 0, normalised inside
-                          level: float, # 1 - tau, in (0, 1]
+                          *,
+                          alpha: float, # mass above the aggregate, in [0, 1): the server's tau
                          ) -> float | np.ndarray: # float for (K,) input, (m,) for (m, K)
-    "`inf{q : sum_k w_k 1[Q_k <= q] >= level}` row by row (the server's aggregation)."
+    "`inf{q : sum_k w_k 1[Q_k <= q] >= 1 - alpha}` row by row (the server's aggregation at tau = alpha)."
     q = np.asarray(quantiles, dtype=float)
     if q.ndim not in (1, 2):
         raise ValueError(f"`quantiles` must be (K,) or (m, K), got shape {q.shape}.")
@@ -75,7 +78,7 @@ def quantile_of_quantiles(quantiles, # local quantiles, (K,) or (m, K); may cont
         raise ValueError("`quantiles` contains NaN; a local quantile is a number or +inf.")
     K = q.shape[-1]
     w = check_weights(weights, "weights", n=K)
-    level = check_unit_half_open(level)
+    level = 1.0 - check_tail_mass(alpha)
     q2 = np.atleast_2d(q)
     # ties may be taken in any order (same value); the stable order keeps the sums of few agents bit-identical to before
     order = np.argsort(q2, axis=1, kind="stable" if K <= _STABLE_K else None)
@@ -85,3 +88,6 @@ def quantile_of_quantiles(quantiles, # local quantiles, (K,) or (m, K); may cont
     rows = np.arange(q2.shape[0])
     out = q2[rows, order[rows, idx]]
     return float(out[0]) if q.ndim == 1 else out
+
+# %% ../nbs/00a_quantiles.ipynb #c31cb97b
+add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

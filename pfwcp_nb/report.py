@@ -349,13 +349,13 @@ def figure1_star(*, n: int = 100, # calibration size
         cal_u = rng.choice(ev, size=n)
         test = rng.choice(ev, size=n_test)
         st = scores[test]
-        q_shift = weighted_quantile(scores[cal_s], np.ones(n), 1 - alpha, inf_weight=1.0)
-        q_u = weighted_quantile(scores[cal_u], np.ones(n), 1 - alpha, inf_weight=1.0)
+        q_shift = weighted_quantile(scores[cal_s], np.ones(n), alpha=alpha, inf_weight=1.0)
+        q_u = weighted_quantile(scores[cal_u], np.ones(n), alpha=alpha, inf_weight=1.0)
         w_cal, w_test = omega(X[cal_s]), omega(X[test])
-        q_w = weighted_quantile(scores[cal_s], w_cal, 1 - alpha, inf_weight=w_test)
+        q_w = weighted_quantile(scores[cal_s], w_cal, alpha=alpha, inf_weight=w_test)
         ne = effective_sample_size(w_cal)
         n_e = max(1, int(round(ne)))
-        q_e = weighted_quantile(scores[rng.choice(ev, size=n_e)], np.ones(n_e), 1 - alpha, inf_weight=1.0)
+        q_e = weighted_quantile(scores[rng.choice(ev, size=n_e)], np.ones(n_e), alpha=alpha, inf_weight=1.0)
         out["CP shift"][s], out["CP no shift"][s] = np.mean(st <= q_shift), np.mean(st <= q_u)
         out["WCP"][s], out["CP n_eff"][s], out["n_eff"][s] = np.mean(st <= q_w), np.mean(st <= q_e), ne
     return out

@@ -53,6 +53,7 @@ try:                          # the optional extra: only `--backend ray` needs i
     import ray                #   'pip install "pfwcp_nb[flower]"' (`_parse`, `_execute_ray`)
 except ImportError:
     ray = None
+from ._validate import add_param_docs
 
 # %% auto #0
 __all__ = ['WEIGHT_KINDS', 'METHOD_OPTIONS', 'TRAIN_KW_KEYS', 'DEMO_TRAIN_KW', 'check_method_kw', 'ensure_setup', 'run_chunk',
@@ -806,3 +807,6 @@ if __name__ == "__main__" and "__file__" in globals():   # `python -m pfwcp_nb.r
 
 # %% ../nbs/08f_runner.ipynb #cb0ece46
 DEMO_TRAIN_KW: dict = {"predictor": {"epochs": 300}, "ratios": {"epochs": 200}, "localizer": {"epochs": 100}}
+
+# %% ../nbs/08f_runner.ipynb #aefe8fa6
+add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

@@ -12,7 +12,7 @@ from scipy import stats
 from .quantiles import WQ_TOL, quantile_of_quantiles
 from .procedure import ccc_alpha
 from .pfwcp import PFWCP, AgentCalibration, AgentSummary, _as_test_weights
-from ._validate import check_unit_open
+from ._validate import check_unit_open, add_param_docs
 
 # %% auto #0
 __all__ = ['GAMMA_GRID', 'DOMINANT_WEIGHT', 'with_gamma', 'loo_thresholds', 'TrustWarning', 'TrustReport', 'clopper_pearson',
@@ -75,7 +75,7 @@ def loo_thresholds(model: PFWCP, # calibrated in process; agent 0 = the test age
             Q[:, k] = a.message(betas[r], W[at, k], model.gammas_[k]).quantiles
         for t in np.unique(cols[at]):
             sub = cols[at] == t
-            out[at[sub]] = quantile_of_quantiles(Q[sub], model.agg_weights_, 1.0 - taus[t])
+            out[at[sub]] = quantile_of_quantiles(Q[sub], model.agg_weights_, alpha=taus[t])
     return out
 
 # %% ../nbs/02c_trust.ipynb #b0813356
@@ -218,3 +218,6 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
     return Regime(method="PFWCP", options=dict(select="finite-first", gamma="auto"), check=True, **common,
                   reason=f"the other agents carry {1 - w1:.2f} of the weight: PFWCP with the band (gamma from the test "
                          "agent's leave-one-out check) and finite-first cells; run trust_check, fall back to CP if it fails")
+
+# %% ../nbs/02c_trust.ipynb #9c4f2228
+add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

@@ -90,7 +90,7 @@ def diagnose(ds: str, het: str, cache: ResultCache, data_dir, n_sims: int, n_tes
         ts = e.test_scores if e.test_labels is None else e.test_scores[np.arange(len(e.test_labels)), e.test_labels]
         for k in range(1, cfg.K):
             for kind, dr in (("est", e), ("oracle", o)):
-                q = weighted_quantile(dr.cal_scores[k], dr.cal_weights[k], 1 - ALPHA, inf_weight=dr.test_weights[:, k])
+                q = weighted_quantile(dr.cal_scores[k], dr.cal_weights[k], alpha=ALPHA, inf_weight=dr.test_weights[:, k])
                 acc[k][f"cov_{kind}"].append(np.mean(ts <= q)); acc[k][f"inf_{kind}"].append(np.mean(np.isinf(q)))
             acc[k]["le"].append(np.log(e.cal_weights[k])); acc[k]["lo"].append(np.log(o.cal_weights[k]))
     rows = []

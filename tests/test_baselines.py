@@ -124,7 +124,7 @@ def _half_cp(draw, alpha, delta=None, *, engine="exact", seed=0):
     "Split conformal on the first half of agent 0's calibration scores (the example of index.ipynb)."
     alpha, delta = _check_call(alpha, delta, engine)
     s = draw.cal_scores[0][: draw.n[0] // 2]
-    return _split_threshold(s, np.ones_like(s), 1.0 - alpha, 1.0, draw.m)
+    return _split_threshold(s, np.ones_like(s), alpha, 1.0, draw.m)
 
 @pytest.fixture
 def half_cp():

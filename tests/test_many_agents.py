@@ -51,7 +51,7 @@ def test_quantile_of_quantiles_many_agents_ties():
         for r in Q:
             o = np.argsort(r, kind="stable")
             ref.append(r[o][np.argmax(np.cumsum(w[o]) >= lev * w.sum() * (1 - 1e-12))])
-        np.testing.assert_array_equal(quantile_of_quantiles(Q, w, lev), ref)
+        np.testing.assert_array_equal(quantile_of_quantiles(Q, w, alpha=1 - lev), ref)
 
 
 def test_oneshot_above_max_exact_k_is_certified():

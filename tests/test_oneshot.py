@@ -29,7 +29,7 @@ def test_oneshot_message_fields():
     m = AgentCalibration(s, w).oneshot_message(0.2)
     assert isinstance(m, OneShotMessage)
     assert set(vars(m)) == {"quantile", "weight_total", "weight_above", "n_eff", "beta_breve"}
-    assert m.quantile == weighted_quantile(s, w, 0.8)
+    assert m.quantile == weighted_quantile(s, w, alpha=0.2)
     assert m.weight_above == pytest.approx(w[s > m.quantile].sum())
     assert m.weight_total == pytest.approx(w.sum())
     assert m.weight_above <= 0.2 * w.sum() * (1 + 1e-12)
@@ -48,7 +48,7 @@ def test_beta_k_identity(seed):
     b = local_levels([msg], tw[:, None])[:, 0]
     np.testing.assert_allclose(b, (tw + msg.weight_above) / (msg.weight_total + tw))
     for bj, t in zip(b, tw):
-        assert weighted_quantile(s, w, 1 - bj, inf_weight=t) == msg.quantile
+        assert weighted_quantile(s, w, alpha=bj, inf_weight=t) == msg.quantile
 
 
 def test_tau_grid():
@@ -90,7 +90,7 @@ def test_vectorised_selection_equals_pointwise():
             q = model.threshold(TW)
         qb = np.array([m.quantile for m in model.messages_])
         for j in range(12):
-            assert q[j] == quantile_of_quantiles(qb, model.agg_weights_, 1 - sel.tau[j])
+            assert q[j] == quantile_of_quantiles(qb, model.agg_weights_, alpha=sel.tau[j])
 
 
 def test_single_agent_ccc_matches_beta_tail():
@@ -106,7 +106,7 @@ def test_single_agent_ccc_matches_beta_tail():
     assert sel.betas[0, 0] == pytest.approx(b1)
     assert sel.value[0] == pytest.approx(stats.beta.sf(0.9, (1 - b1) * (n + 1), b1 * (n + 1)), abs=1e-9)
     assert sel.feasible[0] == (sel.value[0] >= 0.9)
-    assert model.threshold(np.ones((1, 1)))[0] == weighted_quantile(s, np.ones(300), 0.95)
+    assert model.threshold(np.ones((1, 1)))[0] == weighted_quantile(s, np.ones(300), alpha=0.05)
 
 
 def test_procedure1_rule_is_beta_star_and_infeasible_handling():
@@ -224,7 +224,7 @@ def test_singular_beta_density_is_accurate():
     U = rng.beta(a_, b_, size=(400_000, 3))
     w = n_eff / n_eff.sum()
     for j, t in enumerate(taus):
-        V = quantile_of_quantiles(U, w, 1 - t)
+        V = quantile_of_quantiles(U, w, alpha=t)
         se = V.std() / np.sqrt(V.size)
         assert abs(ex[j] - V.mean()) < 4 * se + 1e-5
 

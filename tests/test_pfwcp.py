@@ -151,8 +151,8 @@ def simulate(delta, n_draws=200, m=1000, n=100, seed=0):
         Xt = g[0] + rng.standard_normal((m, g.shape[1]))
         st = score(Xt)
         q = PFWCP(0.1, delta).calibrate([AgentCalibration(s, w) for s, w in cal]).threshold(oracle_weights(Xt, g))
-        Qqq = np.array([weighted_quantile(s, np.ones(n), 1 - qq.beta, inf_weight=1.0) for s, _ in cal])
-        cov[r] = np.mean(st <= q), np.mean(st <= quantile_of_quantiles(Qqq, np.full(K, 1 / K), 1 - qq.tau))
+        Qqq = np.array([weighted_quantile(s, np.ones(n), alpha=qq.beta, inf_weight=1.0) for s, _ in cal])
+        cov[r] = np.mean(st <= q), np.mean(st <= quantile_of_quantiles(Qqq, np.full(K, 1 / K), alpha=qq.tau))
     return cov
 
 

@@ -29,7 +29,7 @@ def test_single_agent_is_split_conformal_knife_edge_and_ties():
     assert res.feasible and res.beta == 0.1 and res.tau == 0.5
     Q = np.random.default_rng(0).normal(size=(50, 1))
     for t in res.grid[1]:
-        np.testing.assert_array_equal(quantile_of_quantiles(Q, [1.0], 1 - t), Q[:, 0])
+        np.testing.assert_array_equal(quantile_of_quantiles(Q, [1.0], alpha=t), Q[:, 0])
     b, _ = res.grid
     np.testing.assert_allclose(res.objective, np.repeat((1 - b)[:, None], 22, axis=1), atol=FEAS_TOL)
 
@@ -85,12 +85,12 @@ def test_ties_give_identical_thresholds():
     assert np.all(levels == levels[0])
     Q = np.random.default_rng(1).exponential(size=(2000, K))
     Q[::7, :3] = np.inf                                    # some infinite local quantiles too
-    thr = [quantile_of_quantiles(Q, res.weights, 1 - tt) for tt in taus_tied]
+    thr = [quantile_of_quantiles(Q, res.weights, alpha=tt) for tt in taus_tied]
     for x in thr[1:]:
         np.testing.assert_array_equal(x, thr[0])
     # and an untied neighbour class gives a different threshold somewhere
     other = t[(aggregate_level(res.weights, t) != levels[0])][0]
-    assert not np.array_equal(quantile_of_quantiles(Q, res.weights, 1 - other), thr[0])
+    assert not np.array_equal(quantile_of_quantiles(Q, res.weights, alpha=other), thr[0])
 
 
 def test_select_cell_rule():

@@ -23,10 +23,10 @@ def test_mask_equals_the_computed_thresholds(seed):
     inf = infinite_cells([x.sum() for x in W], TW, w, betas, taus)
     assert inf.shape == (TW.shape[0], 22, 22) and 0 < inf.mean() < 1
     for r in range(22):
-        Q = np.column_stack([weighted_quantile(s, x, 1 - betas[r], inf_weight=TW[:, k])
+        Q = np.column_stack([weighted_quantile(s, x, alpha=betas[r], inf_weight=TW[:, k])
                              for k, (s, x) in enumerate(zip(S, W))])
         for t in range(22):
-            np.testing.assert_array_equal(inf[:, r, t], np.isinf(quantile_of_quantiles(Q, w, 1 - taus[t])))
+            np.testing.assert_array_equal(inf[:, r, t], np.isinf(quantile_of_quantiles(Q, w, alpha=taus[t])))
 
 
 def test_mask_is_monotone_in_beta_tau_and_test_weight():

@@ -24,9 +24,9 @@ def test_matches_brute_force(v, data):
     n = v.size
     w = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.7]), min_size=n, max_size=n)))
     assume(w.sum() > 0)
-    level = data.draw(st.sampled_from([0.1, 0.25, 0.5, 0.9, 1.0]) | st.floats(0.01, 1.0))
+    alpha = data.draw(st.sampled_from([0.9, 0.75, 0.5, 0.1, 0.0]) | st.floats(0.0, 0.99))
     w_inf = data.draw(st.sampled_from([0.0, 1.0]) | st.floats(0, 10))
-    assert weighted_quantile(v, w, level, inf_weight=w_inf) == brute_quantile(v, w, level, w_inf)
+    assert weighted_quantile(v, w, alpha=alpha, inf_weight=w_inf) == brute_quantile(v, w, 1.0 - alpha, w_inf)
 
 
 @settings(max_examples=100, deadline=None)
@@ -35,10 +35,10 @@ def test_monotone_in_level_and_test_weight(v, seed):
     rng = np.random.default_rng(seed)
     w = rng.exponential(size=v.size)
     levels = np.sort(rng.uniform(0.01, 1, size=8))
-    q = [weighted_quantile(v, w, l, inf_weight=0.5) for l in levels]
+    q = [weighted_quantile(v, w, alpha=1 - l, inf_weight=0.5) for l in levels]
     assert all(a <= b for a, b in zip(q, q[1:]))
     tw = np.sort(rng.exponential(size=20))
-    qt = weighted_quantile(v, w, 0.8, inf_weight=tw)
+    qt = weighted_quantile(v, w, alpha=0.2, inf_weight=tw)
     assert np.all(qt[1:] >= qt[:-1])               # a heavier test weight never lowers the quantile (inf >= inf)
 
 
@@ -48,8 +48,8 @@ def test_monotone_in_level_and_test_weight(v, seed):
 def test_scale_invariance(v, c, seed):
     rng = np.random.default_rng(seed)
     w, tw = rng.exponential(size=v.size), rng.exponential(size=5)
-    np.testing.assert_array_equal(weighted_quantile(v, w, 0.9, inf_weight=tw),
-                                  weighted_quantile(v, c * w, 0.9, inf_weight=c * tw))
+    np.testing.assert_array_equal(weighted_quantile(v, w, alpha=0.1, inf_weight=tw),
+                                  weighted_quantile(v, c * w, alpha=0.1, inf_weight=c * tw))
 
 
 @settings(max_examples=200, deadline=None)
@@ -69,20 +69,20 @@ def test_quantile_of_quantiles_equals_brute_force():
         if w.sum() == 0:
             continue
         lev = float(rng.choice([1.0, 0.9, 0.5, rng.uniform(0.01, 1)]))
-        assert quantile_of_quantiles(Q, w, lev) == brute_quantile(Q, w, lev, 0.0)
+        assert quantile_of_quantiles(Q, w, alpha=1 - lev) == brute_quantile(Q, w, lev, 0.0)
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(values=[1., 2.], weights=[1., np.nan], level=0.5), "weights.*NaN"),
-    (dict(values=[1., 2.], weights=[1., -1.], level=0.5), "weights.*negative"),
-    (dict(values=[1., 2.], weights=[0., 0.], level=0.5), "weights.*all zero.*inf_weight"),
-    (dict(values=[1., 2.], weights=[1., 1., 1.], level=0.5), "weights.*length"),
-    (dict(values=[], weights=[], level=0.5), "empty"),
-    (dict(values=[1., 2.], weights=[1., 1.], level=0.0), "level"),
-    (dict(values=[1., 2.], weights=[1., 1.], level=1.5), "level"),
-    (dict(values=[1., np.nan], weights=[1., 1.], level=0.5), "values.*NaN"),
-    (dict(values=[1., 2.], weights=[1., 1.], level=0.5, inf_weight=-1.0), "inf_weight"),
-    (dict(values=[1., 2.], weights=[1., 1.], level=0.5, inf_weight=np.ones((2, 2))), "inf_weight"),
+    (dict(values=[1., 2.], weights=[1., np.nan], alpha=0.5), "weights.*NaN"),
+    (dict(values=[1., 2.], weights=[1., -1.], alpha=0.5), "weights.*negative"),
+    (dict(values=[1., 2.], weights=[0., 0.], alpha=0.5), "weights.*all zero.*inf_weight"),
+    (dict(values=[1., 2.], weights=[1., 1., 1.], alpha=0.5), "weights.*length"),
+    (dict(values=[], weights=[], alpha=0.5), "empty"),
+    (dict(values=[1., 2.], weights=[1., 1.], alpha=1.0), "alpha"),
+    (dict(values=[1., 2.], weights=[1., 1.], alpha=-0.5), "alpha"),
+    (dict(values=[1., np.nan], weights=[1., 1.], alpha=0.5), "values.*NaN"),
+    (dict(values=[1., 2.], weights=[1., 1.], alpha=0.5, inf_weight=-1.0), "inf_weight"),
+    (dict(values=[1., 2.], weights=[1., 1.], alpha=0.5, inf_weight=np.ones((2, 2))), "inf_weight"),
 ])
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -93,9 +93,9 @@ def test_bad_input_other_functions():
     with pytest.raises(ValueError, match="weights"):
         effective_sample_size([0.0, 0.0])
     with pytest.raises(ValueError, match="quantiles"):
-        quantile_of_quantiles([1.0, np.nan], [1, 1], 0.5)
+        quantile_of_quantiles([1.0, np.nan], [1, 1], alpha=0.5)
     with pytest.raises(ValueError, match="length"):
-        quantile_of_quantiles([1.0, 2.0], [1, 1, 1], 0.5)
+        quantile_of_quantiles([1.0, 2.0], [1, 1, 1], alpha=0.5)
 
 
 # ---------------------------------------------------------------- all calibration weights zero (issue 10)
@@ -105,9 +105,9 @@ def test_bad_input_other_functions():
        level=st.floats(1e-6, 1.0), w_inf=st.floats(5e-324, 1e6))
 def test_all_zero_weights_positive_test_weight_is_a_point_mass_at_inf(v, level, w_inf):
     "All finite weights zero, a positive test weight: the measure is a point mass at +inf, the quantile +inf."
-    assert weighted_quantile(v, np.zeros(v.size), level, inf_weight=w_inf) == np.inf
+    assert weighted_quantile(v, np.zeros(v.size), alpha=1 - level, inf_weight=w_inf) == np.inf
     # the limit of vanishing calibration weights (level >= 1e-6 > their share of the mass) agrees
-    assert weighted_quantile(v, np.full(v.size, 1e-300), level, inf_weight=1.0) == np.inf
+    assert weighted_quantile(v, np.full(v.size, 1e-300), alpha=1 - level, inf_weight=1.0) == np.inf
 
 
 @settings(max_examples=100, deadline=None)
@@ -118,18 +118,18 @@ def test_all_zero_weights_batched(v, tw, level):
     "Batched: all +inf when every test weight is positive; a ValueError naming both arguments as soon as one is 0."
     z = np.zeros(v.size)
     if np.all(tw > 0):
-        np.testing.assert_array_equal(weighted_quantile(v, z, level, inf_weight=tw), np.full(tw.size, np.inf))
+        np.testing.assert_array_equal(weighted_quantile(v, z, alpha=1 - level, inf_weight=tw), np.full(tw.size, np.inf))
     else:
         with pytest.raises(ValueError, match=r"`weights` are all zero and `inf_weight` is 0 for some test points"):
-            weighted_quantile(v, z, level, inf_weight=tw)
+            weighted_quantile(v, z, alpha=1 - level, inf_weight=tw)
     # with one positive calibration weight the zero test weights are fine and agree with the scalar calls
     w = z.copy(); w[0] = 1.0
-    q = weighted_quantile(v, w, level, inf_weight=tw)
-    np.testing.assert_array_equal(q, [weighted_quantile(v, w, level, inf_weight=t) for t in tw])
-    np.testing.assert_array_equal(q, [brute_quantile(v, w, level, t) for t in tw])
+    q = weighted_quantile(v, w, alpha=1 - level, inf_weight=tw)
+    np.testing.assert_array_equal(q, [weighted_quantile(v, w, alpha=1 - level, inf_weight=t) for t in tw])
+    np.testing.assert_array_equal(q, [brute_quantile(v, w, 1.0 - (1 - level), t) for t in tw])
 
 
 def test_all_zero_weights_and_zero_test_weight_is_an_error():
     for iw in (0.0, 0, np.float64(0.0)):
         with pytest.raises(ValueError, match=r"`weights` are all zero and `inf_weight` is 0"):
-            weighted_quantile([1.0, 2.0], [0.0, 0.0], 0.5, inf_weight=iw)
+            weighted_quantile([1.0, 2.0], [0.0, 0.0], alpha=0.5, inf_weight=iw)

@@ -112,7 +112,7 @@ def test_score_recovery_attack(seed):
     # and the test agent (weights 1, test weight 1 only) gives at most one score per grid level
     s, w = agent(seed)
     assert recovered_scores(s, w, None) == 100
-    top = weighted_quantile(np.sort(s), np.asarray(w)[np.argsort(s)], 1 - BETAS.max())
+    top = weighted_quantile(np.sort(s), np.asarray(w)[np.argsort(s)], alpha=BETAS.max())
     got = recovered_scores(s, w, QueryPolicy())
     assert 0 < got <= int((s >= top).sum()) < 100
     s1, _ = agent(seed + 100, ones=True)

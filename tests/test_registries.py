@@ -17,7 +17,7 @@ def wcp_agent2(draw, alpha, delta=None, *, engine="exact", seed=0):
     "Weighted split CP on agent 2's scores and density ratios alone (MC variant only)."
     if delta is not None:
         raise ValueError("wcp_agent2 has no CCC variant")
-    return weighted_quantile(draw.cal_scores[1], draw.cal_weights[1], 1 - alpha, inf_weight=draw.test_weights[:, 1])
+    return weighted_quantile(draw.cal_scores[1], draw.cal_weights[1], alpha=alpha, inf_weight=draw.test_weights[:, 1])
 
 
 def line_response(X, rng):

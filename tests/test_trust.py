@@ -31,14 +31,14 @@ def test_band_quantile_is_the_maximum_over_the_box(seed):
     n = int(rng.integers(2, 8))
     v = rng.choice(np.arange(4.0), n) if seed % 2 else rng.normal(size=n)
     w, t, g = rng.lognormal(0, 1, n), rng.lognormal(0, 1, 3), float(rng.uniform(1, 3))
-    got = band_quantile(v, w, 0.8, g, inf_weight=t)
-    brute = np.max([weighted_quantile(v, w * np.array(b[:n]), 0.8, inf_weight=t * b[n])
+    got = band_quantile(v, w, alpha=0.2, gamma=g, inf_weight=t)
+    brute = np.max([weighted_quantile(v, w * np.array(b[:n]), alpha=0.2, inf_weight=t * b[n])
                     for b in itertools.product([1 / g, g], repeat=n + 1)], axis=0)
     np.testing.assert_array_equal(got, brute)
     # monotone in gamma, and the band contains the weights themselves
-    prev = weighted_quantile(v, w, 0.8, inf_weight=t)
+    prev = weighted_quantile(v, w, alpha=0.2, inf_weight=t)
     for gg in (1.0, 1.2, 2.0, 5.0):
-        cur = band_quantile(v, w, 0.8, gg, inf_weight=t)
+        cur = band_quantile(v, w, alpha=0.2, gamma=gg, inf_weight=t)
         assert np.all(cur >= prev)
         prev = cur
 
@@ -46,11 +46,11 @@ def test_band_quantile_is_the_maximum_over_the_box(seed):
 def test_band_quantile_bad_input():
     for g in (0.9, np.nan, np.inf, -1):
         with pytest.raises(ValueError, match="gamma"):
-            band_quantile([1.0, 2.0], [1.0, 1.0], 0.5, g)
+            band_quantile([1.0, 2.0], [1.0, 1.0], alpha=0.5, gamma=g)
     with pytest.raises(ValueError, match="values"):
-        band_quantile([[1.0]], [1.0], 0.5, 2.0)
+        band_quantile([[1.0]], [1.0], alpha=0.5, gamma=2.0)
     with pytest.raises(ValueError, match="inf_weight"):
-        band_quantile([1.0, 2.0], [1.0, 1.0], 0.5, 2.0, inf_weight=-1.0)
+        band_quantile([1.0, 2.0], [1.0, 1.0], alpha=0.5, gamma=2.0, inf_weight=-1.0)
     with pytest.raises(ValueError, match="gamma"):
         PFWCP(gamma=0.5)
 

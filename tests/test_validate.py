@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from pfwcp_nb._validate import (check_agg_weights, check_engine, check_n_eff, check_pos_int, check_unit_half_open,
+from pfwcp_nb._validate import (check_agg_weights, check_engine, check_n_eff, check_pos_int, check_tail_mass,
                                 check_unit_open, check_weights)
 
 
@@ -18,17 +18,17 @@ def test_unit_open_not_a_number(bad):
         check_unit_open(bad, "delta")
 
 
-@pytest.mark.parametrize("bad", [0, -0.1, 1.0000001, np.nan])
-def test_unit_half_open(bad):
-    with pytest.raises(ValueError, match=r"`level` must lie in \(0, 1\], got"):
-        check_unit_half_open(bad)
-    with pytest.raises(ValueError, match=r"`level` must be a number in \(0, 1\], got None"):
-        check_unit_half_open(None)
+@pytest.mark.parametrize("bad", [1, -0.1, 1.0000001, np.nan])
+def test_tail_mass(bad):
+    with pytest.raises(ValueError, match=r"`alpha` must lie in \[0, 1\) \(the mass above the quantile"):
+        check_tail_mass(bad)
+    with pytest.raises(ValueError, match=r"`alpha` must be a number in \[0, 1\), got None"):
+        check_tail_mass(None)
 
 
 def test_unit_values_pass_through():
     assert check_unit_open(np.float32(0.25), "a") == 0.25 and isinstance(check_unit_open(0.5, "a"), float)
-    assert check_unit_half_open(1) == 1.0 and check_unit_half_open(1e-300) == 1e-300
+    assert check_tail_mass(0) == 0.0 and check_tail_mass(1e-300) == 1e-300
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.0, 10.5, True, np.bool_(True), "3", None])
