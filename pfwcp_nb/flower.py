@@ -545,7 +545,8 @@ def write_app_project(folder, # the app project's folder (created if needed)
 # %% ../nbs/10_flower.ipynb #c9f1a002
 NODE_CONFIG = {   # node_config key of an agent's SuperNode: (default, meaning); default None = required
     "partition-id": (None, "this agent's index k (0 = the test agent, whose query policy admits test weights 1 only)"),
-    "data-path": (None, "the .npz (arrays `scores`, `weights`) on this agent's machine; it never leaves it"),
+    "data-path": (None, "the .npz on this agent's machine (arrays `scores`, `weights`; the whole pipeline: "
+                       "flower_pipeline.write_node_data's); it never leaves it"),
     "policy-alpha": (0.1, "α agreed with the server: the policy admits the levels β of paper_grid(α)"),
     "policy-max-test-weights": (1000, "test weights this agent answers in all (PFWCP), across runs"),
     "policy-max-oneshot": (2, "one-shot messages this agent answers in all (osPFWCP), across runs"),

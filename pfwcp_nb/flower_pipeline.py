@@ -29,16 +29,17 @@ from .data import make_federation
 from .pipeline import DEFAULT_TRAIN_KW, _rng, _train_data
 from .pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage
 from .oneshot import OneShotPFWCP
-from .flower import RECORD, METHODS, config_values, agent_nodes, agent_reply, pack, unpack, request
-from .query_policy import QueryPolicy
+from .flower import (RECORD, METHODS, config_values, agent_nodes, agent_reply, pack, unpack, request, check_summary,
+                              check_message, check_oneshot, load_node_policy)
+from .query_policy import QueryPolicy, QueryRefused
 from ._validate import check_pos_int
 
 # %% auto #0
-__all__ = ['PIPE', 'PIPELINE_RUN_CONFIG', 'pipeline_client', 'pipeline_server_app', 'TaskPlan', 'plan_tasks', 'ServerTask',
-           'AgentData', 'local_round', 'agent_train', 'agent_calibration', 'agent_query', 'pipeline_client_app',
-           'PipelineResult', 'pipeline_server', 'federation_data', 'simulate_pipeline', 'pipeline_run_config',
-           'save_result', 'write_node_data', 'load_node_data', 'deployed_pipeline', 'pipeline_app_pyproject',
-           'write_pipeline_app_project']
+__all__ = ['PIPE', 'POLICY_STATE', 'PIPELINE_RUN_CONFIG', 'pipeline_client', 'pipeline_server_app', 'TaskPlan', 'plan_tasks',
+           'ServerTask', 'AgentData', 'local_round', 'agent_train', 'agent_calibration', 'agent_query', 'agreed_policy',
+           'pipeline_client_app', 'PipelineResult', 'pipeline_server', 'federation_data', 'simulate_pipeline',
+           'pipeline_run_config', 'save_result', 'write_node_data', 'load_node_data', 'deployed_pipeline',
+           'pipeline_app_pyproject', 'write_pipeline_app_project']
 
 # %% ../nbs/10b_flower_pipeline.ipynb #2d6b3511
 _log = logging.getLogger("pfwcp_nb.flower_pipeline")
@@ -479,10 +480,29 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
     raise ValueError(f"{who}: unknown pipeline stage {st!r}.")
 
 # %% ../nbs/10b_flower_pipeline.ipynb #be81957a
+POLICY_STATE = "pipe-policy-used"   # context.state: the counts of an in-memory query policy between messages
+
+def agreed_policy(k: int, # the agent (0: the test agent, whose test weights are all 1)
+                  alpha: float = 0.1, # the agreed miscoverage level: Procedure 1's grid `paper_grid(alpha)`
+                  delta: float | None = None, # the agreed CCC level (None: MC runs; osPFWCP's CCC level uses 0.1)
+                  *,
+                  n1: int | None = None, # the test agent's calibration points, agreed: osPFWCP's one-shot levels exactly
+                  m: int = 500, # the test agent's test points: a PFWCP run asks each agent for m test weights
+                  runs: int = 2, # calibrations the budget covers (2: one more after a dropout at a new level)
+                  levels=None, # the agreed grid levels beta, if not the paper's (the server's `grid`)
+                 ) -> QueryPolicy:
+    "What agent k agreed to answer in a pipeline run: grid levels, osPFWCP's levels for n1/delta, runs x m test weights, `runs` one-shot answers."
+    return QueryPolicy(alpha, levels=levels, test_agent=(k == 0), delta=0.1 if delta is None else delta, n1=n1,
+                       max_test_weights=check_pos_int(runs, "runs") * check_pos_int(m, "m"), max_oneshot=runs)
+
 def pipeline_client_app(load_data, # context -> this SuperNode's AgentData
+                        load_policy, # context -> this SuperNode's QueryPolicy (`agreed_policy`, or `flower.load_node_policy`)
                         mods: list | None = None, # Flower client mods
                        ) -> ClientApp:
-    "A ClientApp for one agent of the whole pipeline: training rounds (`train`), set-up and calibration queries (`query`)."
+    """A ClientApp for one agent of the whole pipeline: training rounds (`train`), set-up and calibration queries
+    (`query`). A calibration request outside the agent's query policy is refused (`QueryRefused` naming the agent and
+    the rule) before anything is computed; an in-memory policy keeps its counts in `context.state`, one on a state
+    file (deployment) in the file."""
     app = ClientApp(mods=mods)
 
     @app.train()
@@ -495,9 +515,16 @@ def pipeline_client_app(load_data, # context -> this SuperNode's AgentData
     def query(msg: Message, context: Context) -> Message:
         k = int(context.node_config["partition-id"])
         if RECORD in msg.content.config_records:               # a calibration request of the protocol (pfwcp_nb.flower)
-            # the pipeline's agents have no agreed query policy yet (notebook 02d_query_policy): they answer all
-            reply = agent_reply(agent_calibration(context, load_data(context), k), unpack(msg.content)[0],
-                                QueryPolicy.answer_all())
+            policy = load_policy(context)
+            if policy.state is None and POLICY_STATE in context.state.config_records:
+                policy.used = _state_json(context, POLICY_STATE)    # this run's counts so far (simulation)
+            try:
+                reply = agent_reply(agent_calibration(context, load_data(context), k),
+                                    unpack(msg.content, "the server")[0], policy)
+            except QueryRefused as e:
+                raise QueryRefused(f"agent {k} refused the server's request: {e}") from None
+            finally:
+                _set_state_json(context, POLICY_STATE, policy.used)
             return Message(pack(reply, agent=k), reply_to=msg)
         d = _msg_json(msg.content, f"agent {k}")
         out = agent_query(context, load_data(context), k, d, msg.content)
@@ -529,6 +556,7 @@ class _Server:
     def __init__(self, grid: Grid, res: PipelineResult, timeout: float | None):
         self.grid, self.res, self.timeout = grid, res, timeout
         self.node, self.agent_of = {}, {}
+        self.why = {}          # agent -> why its last answer is missing (failed, refused, timed out, invalid)
 
     def event(self, msg: str, level=logging.WARNING):
         self.res.events.append(msg)
@@ -543,12 +571,14 @@ class _Server:
             if k is None or k not in msgs or k in out or k in failed:
                 self.event(f"{stage}: ignored a reply from node {rep.metadata.src_node_id} (not asked, or twice)"); continue
             if rep.has_error():
-                self.event(f"{stage}: agent {k} (node {self.node[k]}) failed: {rep.error.reason}")
+                self.why[k] = f"{stage}: agent {k} (node {self.node[k]}) failed: {rep.error.reason}"
+                self.event(self.why[k])
                 failed.add(k); continue
             out[k] = rep.content
         for k in sorted(set(msgs) - set(out) - failed):
-            self.event(f"{stage}: agent {k} (node {self.node[k]}) did not answer within "
-                       f"{self.timeout if timeout is None else timeout} s")
+            self.why[k] = (f"{stage}: agent {k} (node {self.node[k]}) did not answer within "
+                           f"{self.timeout if timeout is None else timeout} s")
+            self.event(self.why[k])
         return out
 
     def parse(self, got: dict, stage: str, fn) -> dict:
@@ -558,7 +588,8 @@ class _Server:
             try:
                 out[k] = fn(k, c)
             except (ValueError, KeyError, TypeError) as e:
-                self.event(f"{stage}: agent {k} sent an invalid answer, left out: {e}")
+                self.why[k] = f"{stage}: agent {k} sent an invalid answer, left out: {e}"
+                self.event(self.why[k])
         return out
 
 # %% ../nbs/10b_flower_pipeline.ipynb #1f0a652c
@@ -768,13 +799,16 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
 
 # %% ../nbs/10b_flower_pipeline.ipynb #3ed066fe
 def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha: float, delta, est_kw: dict):
-    "Calibration over the agents `cal` that answer (test agent required), then the test agent's prediction."
+    """Calibration over the agents `cal` that answer (test agent required), then the test agent's prediction. An agent
+    that answers the summary but not the message round is left out: Procedure 1 runs again over the others (their
+    n_eff, their aggregation weights); messages already received at an unchanged level are reused, not asked again."""
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
 
     def need_test_agent(S, stage):
         if 0 not in S:
-            raise RuntimeError(f"{stage}: the test agent (agent 0) did not answer; calibration needs it (see the log).")
+            raise RuntimeError(f"{stage}: the test agent (agent 0) did not answer, and calibration needs it: "
+                               f"{srv.why.get(0, 'no reply')}")
     need_test_agent(cal, "models")
     got = srv.exchange({0: _pipe({"type": "Request", "stage": "test-weights", "agents": cal})}, MessageType.QUERY,
                        "test weights")
@@ -784,36 +818,44 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
         raise ValueError(f"test weights: the test agent sent shape {tw.shape}; expected (m, {len(cal)}), finite, > 0, "
                          "column 0 ones.")
     col = {k: i for i, k in enumerate(cal)}
-    summ = srv.parse(srv.exchange({k: pack(request("summary")) for k in cal}, MessageType.QUERY, "summaries"),
-                     "summaries", lambda k, c: AgentSummary.from_dict(unpack(c)[0]))
-    S = [k for k in cal if k in summ]
+    who = lambda k: f"agent {k} (node {srv.node[k]})"
+    summ = srv.parse(srv.exchange({k: pack(request("summary")) for k in cal}, MessageType.QUERY, "summaries"), "summaries",
+                     lambda k, c: check_summary(unpack(c, who(k))[0], who(k), test_agent=(k == 0)))
+    S, stage = [k for k in cal if k in summ], "messages" if method == "pfwcp" else "one-shot messages"
+    need_test_agent(S, "summaries")
+    msgs = {}                                    # (agent, level) -> its message
     while True:
-        need_test_agent(S, "summaries")
         if method == "pfwcp":
             model = PFWCP(alpha, delta, **est_kw).calibrate([summ[k] for k in S])
-            reqs = {k: pack(request("message", beta=model.beta_, test_weights=tw[:, col[k]])) for k in S}
-            msgs = srv.parse(srv.exchange(reqs, MessageType.QUERY, "messages"), "messages",
-                             lambda k, c: AgentMessage.from_dict(unpack(c)[0]))
+            level = float(model.beta_)
+            ask = lambda k: request("message", beta=level, test_weights=tw[:, col[k]])
+            check = lambda k, c: check_message(unpack(c, who(k))[0], who(k), level, tw[:, col[k]])
         else:
             model = OneShotPFWCP(alpha, delta, **est_kw)
-            level = model.plan([summ[k] for k in S])
-            reqs = {k: pack(request("oneshot", beta_breve=level)) for k in S}
-            msgs = srv.parse(srv.exchange(reqs, MessageType.QUERY, "one-shot messages"), "one-shot messages",
-                             lambda k, c: OneShotMessage.from_dict(unpack(c)[0]))
-        if sorted(msgs) == S: break
-        srv.event(f"calibration: agents {sorted(set(S) - set(msgs))} dropped out; calibrating again over {sorted(msgs)}")
-        S = [k for k in S if k in msgs]
+            level = float(model.plan([summ[k] for k in S]))
+            ask = lambda k: request("oneshot", beta_breve=level)
+            check = lambda k, c: check_oneshot(unpack(c, who(k))[0], who(k), summ[k], level)
+        new = {k: pack(ask(k)) for k in S if (k, level) not in msgs}
+        msgs.update({(k, level): m for k, m in srv.parse(srv.exchange(new, MessageType.QUERY, stage), stage, check).items()})
+        lost = [k for k in S if (k, level) not in msgs]
+        if not lost:
+            break
+        S = [k for k in S if k not in lost]
+        need_test_agent(S, stage)
+        srv.event(f"calibration: agent(s) {lost} answered the summary but not the {stage} round; Procedure 1 again over "
+                  f"agents {S} (their n_eff and aggregation weights)")
     if method == "pfwcp":
-        q = model.combine([msgs[k] for k in S])
+        q = model.combine([msgs[(k, level)] for k in S])
     else:
-        model.calibrate([msgs[k] for k in S])
+        model.calibrate([msgs[(k, level)] for k in S])
         q = model.threshold(tw[:, [col[k] for k in S]])
     res.thresholds, res.agents = np.asarray(q, dtype=float), S
     res.n_eff = [float(summ[k].n_eff) for k in S]
     res.agg_weights = [float(w) for w in model.agg_weights_]
     if len(S) < len(cal) or len(cal) < len(res.trained):
-        srv.event(f"calibration: over agents {S} of the {len(res.trained)} trained; the guarantee is for this "
-                  "federation", logging.INFO)
+        srv.event(f"calibration: over agents {S} of the {len(res.trained)} trained, n_eff "
+                  f"{[round(n, 2) for n in res.n_eff]}, aggregation weights {[round(w, 4) for w in res.agg_weights]}; "
+                  "the guarantee is for this federation", logging.INFO)
     got = srv.exchange({0: _pipe({"type": "Request", "stage": "predict"}, {"thresholds": {"q": res.thresholds}})},
                        MessageType.QUERY, "prediction")
     need_test_agent(got, "prediction")
@@ -848,6 +890,8 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                       drop_after: int = 3, # an agent missing this many training rounds in a row is left out
                       actors: int = 1, # Ray actors running the ClientApps
                       client_mods: list | None = None, # Flower client mods (recording, simulated failures)
+                      policy: dict | None = None, # `agreed_policy` options of every agent (default: alpha, delta, n1 =
+                                                  # agent 0's calibration points, m = its test points, est_kw's grid)
                       data: list | None = None, # the agents' AgentData (default `federation_data(...)`)
                       data_dir=None,
                       **est_kw, # estimator options (engine, grid, n_steps, ...)
@@ -869,7 +913,11 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
             out["error"] = e
             raise
 
-    client = pipeline_client_app(lambda ctx: data[int(ctx.node_config["partition-id"])], mods=client_mods)
+    pol = dict(alpha=alpha, delta=delta, n1=len(data[0].cal_X), m=len(data[0].test_X),
+               levels=est_kw["grid"][0] if "grid" in est_kw else None, **(policy or {}))
+    agreed_policy(0, **pol)                                   # its options checked before Flower starts
+    part = lambda ctx: int(ctx.node_config["partition-id"])
+    client = pipeline_client_app(lambda ctx: data[part(ctx)], lambda ctx: agreed_policy(part(ctx), **pol), mods=client_mods)
     run_simulation(server, client, num_supernodes=K,
                    backend_config={"client_resources": {"num_cpus": 1},
                                    "init_args": {"num_cpus": check_pos_int(actors, "actors")}})
@@ -946,7 +994,7 @@ def load_node_data(context: Context) -> AgentData:
                            for f in ("train_X", "train_y", "cal_X", "cal_y", "test_X", "test_y")))
 
 # %% ../nbs/10b_flower_pipeline.ipynb #6f1d557b
-pipeline_client = pipeline_client_app(load_node_data)
+pipeline_client = pipeline_client_app(load_node_data, load_node_policy)   # policy: node_config policy-* (10_flower)
 
 pipeline_server_app = ServerApp()
 

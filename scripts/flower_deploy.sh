@@ -183,8 +183,9 @@ write_pipeline_app_project(sys.argv[1], {"dataset": "gaussian", "agent-nodes": s
                                          "train-kw": sys.argv[4], "node-timeout": 300.0, "round-timeout": 300.0})' \
     "$T/app" "${NODES[*]}" "$OUT" "$TRAIN_KW"
   N1="$NCAL"
+  POLICY=" policy-max-test-weights=$((2 * M))"   # each agent's budget: two PFWCP runs over agent 0's M test points
 else
-  OUT="$T/data/thresholds.npz"
+  OUT="$T/data/thresholds.npz"; POLICY=""
   NS=$(python -c 'import sys, numpy as np; print(" ".join(str(np.load(f"{sys.argv[1]}/agent_{k}.npz")["scores"].size)
                                                      for k in range(int(sys.argv[2]))))' "$T/data" "$K")
   read -r N1 _ <<< "$NS"
@@ -202,7 +203,7 @@ start_supernode() {  # name port node-config [more flags]
   PIDS+=($!)
 }
 for k in $(seq 0 $((K - 1))); do
-  start_supernode "agent_$k" "${PORTS[$((k + 2))]}" "partition-id=$k data-path=\"$T/data/agent_$k.npz\" policy-n1=$N1"
+  start_supernode "agent_$k" "${PORTS[$((k + 2))]}" "partition-id=$k data-path=\"$T/data/agent_$k.npz\" policy-n1=$N1$POLICY"
 done
 if [ "$ROGUE" = 1 ]; then
   start_supernode rogue "${PORTS[$((K + 2))]}" "partition-id=0 data-path=\"$T/data/agent_0.npz\""
@@ -334,6 +335,9 @@ same_cov = s["coverage"] == float(ref["coverage"])
 print(f"coverage {s['coverage']:.4f} (in process {float(ref['coverage']):.4f}, equal: {same_cov}); "
       f"mean interval length {s['mean_size']:.4f}")
 print(f"thresholds {got['thresholds'][:8]}  (== in process within 1e-6: {dq <= 1e-6}; max |diff| {dq:.2g})")
+used = [json.loads((T / f"data/agent_{k}.npz.queries.json").read_text()) for k in range(len(s["trained"]))]
+print("query policies (answered): " + "; ".join(f"agent {k} {u['test_weights']} test weights at beta {u['level']}"
+                                                for k, u in enumerate(used)))
 sys.exit(0 if dq <= 1e-6 and same_cov else 1)
 PY
   exit $?

@@ -56,6 +56,10 @@ def test_deployed_pipeline_trains_calibrates_and_predicts_as_in_process(tmp_path
         assert z["thresholds"].shape == (8,) and np.all(np.isfinite(z["thresholds"]))
         assert set(s["seconds"]) >= {"connect", "training", "calibration", "total"}
     assert 0.0 <= s["coverage"] <= 1.0 and s["events"] == []
+    # each agent's query policy (node_config policy-*, a state file) admitted and counted one PFWCP run's 8 test weights
+    for k in range(2):
+        used = json.loads((keep / "data" / f"agent_{k}.npz.queries.json").read_text())
+        assert used["test_weights"] == 8 and used["oneshot"] == 0
     # every process the script started is gone
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(keep) not in ps

@@ -11,8 +11,8 @@ from flwr.app import Array, Context, Error, Message, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.flower_pipeline import (PIPE, TaskPlan, _check_orders, _settings, deployed_pipeline, federation_data,
-                                      pipeline_client, pipeline_client_app, pipeline_server, plan_tasks,
+from pfwcp_nb.flower_pipeline import (PIPE, TaskPlan, _check_orders, _settings, agreed_policy, deployed_pipeline,
+                                      federation_data, pipeline_client, pipeline_client_app, pipeline_server, plan_tasks,
                                       simulate_pipeline, write_node_data)
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
@@ -100,7 +100,8 @@ def test_simulation_agrees_with_in_process_survives_a_timeout_and_only_parameter
     assert max_param_diff(res.predictor.model, st.predictor.model) <= 1e-6
     assert res.trained == [0, 1, 2] and res.agents == [0, 1]
     assert any(e.startswith("messages: agent 2") and "did not answer within 10" in e for e in res.events)
-    assert "calibration: agents [2] dropped out; calibrating again over [0, 1]" in res.events
+    assert ("calibration: agent(s) [2] answered the summary but not the messages round; Procedure 1 again over agents "
+            "[0, 1] (their n_eff and aggregation weights)") in res.events
     np.testing.assert_allclose(res.thresholds, q, rtol=1e-6, atol=1e-6)
     assert res.coverage == pytest.approx(np.mean(dr.test_scores <= q))
     # what left the agents: model parameters, counts and protocol summaries, nothing of size n_train, n_cal or d x n
@@ -167,9 +168,13 @@ class InProcessGrid:
         return out
 
 
-def run_in_process(K, mods=(), silent=None, dataset="gaussian", train_kw=TK, data_dir=None, **kw):
+def run_in_process(K, mods=(), silent=None, dataset="gaussian", train_kw=TK, data_dir=None, policies=None, **kw):
+    "pipeline_server against the real ClientApp in this process; `policies` {agent: QueryPolicy} (default: the agreed one)."
     data = federation_data(dataset, K=K, seed=0, data_dir=data_dir, **SIZES)
-    app = pipeline_client_app(lambda ctx: data[int(ctx.node_config["partition-id"])], mods=list(mods))
+    part = lambda ctx: int(ctx.node_config["partition-id"])
+    pol = policies if policies is not None else {k: agreed_policy(k, 0.1, n1=SIZES["n_cal"], m=SIZES["n_test"])
+                                                 for k in range(K)}
+    app = pipeline_client_app(lambda ctx: data[part(ctx)], lambda ctx: pol[part(ctx)], mods=list(mods))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return pipeline_server(InProcessGrid(app, K, silent), dataset, K, seed=0, train_kw=train_kw, **kw)
@@ -249,6 +254,63 @@ def test_dropout_in_calibration_recalibrates_over_the_others(task_identity):
     # the test agent is required
     with pytest.raises(RuntimeError, match="test agent"):
         run_in_process(4, mods=[fail(0, "message")])
+
+
+def fail_at(agent, ask):
+    "A client mod: agent `agent` fails on the calibration protocol's `ask` requests only (it answered the summary)."
+    def mod(msg, context, call_next):
+        if int(context.node_config["partition-id"]) == agent and "pfwcp" in msg.content.config_records and \
+                json.loads(msg.content.config_records["pfwcp"]["json"]).get("ask") == ask:
+            raise RuntimeError(f"simulated failure of agent {agent} at the {ask} round")
+        return call_next(msg, context)
+    return mod
+
+
+@pytest.mark.parametrize("method", ["pfwcp", "ospfwcp"])
+def test_dropout_between_the_summary_and_the_message_round(task_identity, method):
+    # agent 3 answers its summary, then fails at the message (one-shot) round: one log line names it and the round,
+    # Procedure 1 runs again over agents 0-2 (their n_eff, their aggregation weights), and each agent is asked again
+    # only if the level changed (its query policy's budget counts every answer)
+    K, m = 4, SIZES["n_test"]
+    pol = {k: agreed_policy(k, 0.1, n1=SIZES["n_cal"], m=m) for k in range(K)}
+    res = run_in_process(K, mods=[fail_at(3, "message" if method == "pfwcp" else "oneshot")], policies=pol, method=method)
+    stage = "messages" if method == "pfwcp" else "one-shot messages"
+    assert (f"calibration: agent(s) [3] answered the summary but not the {stage} round; Procedure 1 again over agents "
+            "[0, 1, 2] (their n_eff and aggregation weights)") in res.events
+    assert any(e.startswith(f"{stage}: agent 3") and "simulated failure" in e for e in res.events)
+    assert any(e.startswith("calibration: over agents [0, 1, 2] of the 4 trained, n_eff") for e in res.events)
+    st, dr, q = in_process(K, agents=[0, 1, 2], method=method)
+    np.testing.assert_allclose(res.thresholds, q, rtol=1e-6, atol=1e-6)
+    assert res.agents == [0, 1, 2]
+    cal = [AgentCalibration(dr.cal_scores[k], dr.cal_weights[k]) for k in range(K)]
+    np.testing.assert_allclose(res.n_eff, [cal[k].summary().n_eff for k in range(3)], rtol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if method == "pfwcp":
+            four, three = (PFWCP(0.1).calibrate([c.summary() for c in cal[:j]]) for j in (4, 3))
+            np.testing.assert_allclose(res.agg_weights, three.agg_weights_, rtol=1e-6)
+            asked = 1 if three.beta_ == four.beta_ else 2           # a message at an unchanged level is reused
+            assert [pol[k].used["test_weights"] for k in range(3)] == [asked * m] * 3
+        else:
+            assert sum(res.agg_weights) == pytest.approx(1.0) and len(res.agg_weights) == 3
+            assert all(pol[k].used["oneshot"] in (1, 2) for k in range(3))
+    assert pol[3].used["test_weights"] + pol[3].used["oneshot"] == 0     # it failed before its policy saw the request
+
+
+def test_a_request_outside_the_agreed_policy_is_refused_naming_the_agent(task_identity):
+    # a server whose grid holds a level the agents never agreed to: every agent refuses before computing anything;
+    # without the test agent's answer the run stops with an error that names it and the broken rule
+    with pytest.raises(RuntimeError, match=r"messages: the test agent \(agent 0\) did not answer.*agent 0 refused the "
+                                           r"server's request: request field `beta`=0\.3 is not a level of the agreed grid"):
+        res = run_in_process(3, est_kw={"grid": (np.array([0.3]), np.array([0.0]))})
+    # agent 2 agreed to fewer test weights than a run needs: it refuses, the others calibrate without it
+    pol = {k: agreed_policy(k, 0.1, n1=SIZES["n_cal"], m=SIZES["n_test"]) for k in range(3)}
+    pol[2] = agreed_policy(2, 0.1, m=SIZES["n_test"] - 1, runs=1)
+    res = run_in_process(3, policies=pol)
+    assert res.agents == [0, 1]
+    assert any(e.startswith("messages: agent 2") and "agent 2 refused the server's request" in e
+               and "left of this agent's budget" in e for e in res.events)
+    assert pol[2].used["test_weights"] == 0 and pol[0].used["test_weights"] == pol[1].used["test_weights"] > 0
 
 
 def test_bad_options():
