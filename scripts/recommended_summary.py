@@ -6,7 +6,10 @@ paper's configuration on the same calibration draws, and the test agent's trust 
 Reads, per level L: results/recommended_L/results.csv (recommended, CCC), results/recommended_L/check/results.csv (the
 paper's configuration with the check, CCC, estimated and oracle weights: the same draws), results/recommended_L/mc/ and
 mc_paper/ (MC, recommended and paper configuration, estimated and oracle) where they exist, and results/L/results.csv
-(the paper's 500-draw grid, for osPFWCP). The per-draw flags come from the check cells of CACHE. Writes `table.csv`
+(the paper's 500-draw grid, for osPFWCP). The per-draw flags come from the check cells of CACHE. At the severe level
+the between-training s.d. of PFWCP's cells (results/training_variability/variability.csv for the paper's configuration,
+variability_recommended.csv for the recommended one: severe, 200 x 300, five trainings) is added to the Monte Carlo
+s.e. in the `*_ok_train` verdicts (issue 22). Writes `table.csv`
 (one row per dataset-level), `counts.md` (the issue's counts per level) and `check_flags.csv`.
 Targets (issue 17): PFWCP MC >= 90 % - 2 s.e., CCC >= 90 % - 1 s.e.; CCC infinite share <= 10 % (moderate, mild) /
 <= half the paper rule's (severe); mean finite width within 15 % of the oracle-weight PFWCP's on the same draws."""
@@ -31,8 +34,17 @@ def _get(df, ds, method, g, col):
     return float(r[col].iloc[0]) if len(r) else np.nan
 
 
+def _train_sd(name: str) -> dict:
+    "(dataset, guarantee) -> between-training s.d. of PFWCP (severe), from results/training_variability/NAME."
+    df = _read(f"results/training_variability/{name}")
+    df = df[df.method == "PFWCP"] if len(df) else df
+    return {(r.dataset, r.guarantee): float(r.train_sd) for r in df.itertuples()}
+
+
 def rows(level: str) -> pd.DataFrame:
     full = _read(f"results/{level}/results.csv")
+    sd = dict(rec=_train_sd("variability_recommended.csv"), paper=_train_sd("variability.csv")) if level == "severe" \
+        else dict(rec={}, paper={})
     base = Path(f"results/recommended_{level}")
     rec = pd.concat([_read(base / "results.csv"), _read(base / "mc" / "results.csv")], ignore_index=True)
     same = pd.concat([_read(base / "check" / "results.csv"), _read(base / "mc_paper" / "results.csv")], ignore_index=True)
@@ -49,6 +61,11 @@ def rows(level: str) -> pd.DataFrame:
             for tag in ("rec", "paper", "oracle"):
                 v = row[f"{tag}_{g}"]
                 row[f"{tag}_{g}_ok"] = bool(ok(v, row[f"{tag}_{g}_se"])) if np.isfinite(v) else np.nan
+            for tag in ("rec", "paper"):
+                t = sd[tag].get((ds, g), np.nan)
+                v, se = row[f"{tag}_{g}"], np.sqrt(row[f"{tag}_{g}_se"] ** 2 + t ** 2)
+                row[f"{tag}_{g}_train_sd"] = t
+                row[f"{tag}_{g}_ok_train"] = bool(ok(v, se)) if np.isfinite(v) and np.isfinite(t) else np.nan
             row[f"rec_{g}_width_vs_oracle"] = row[f"rec_{g}_width"] / row[f"oracle_{g}_width"] - 1
             row[f"paper_{g}_width_vs_oracle"] = row[f"paper_{g}_width"] / row[f"oracle_{g}_width"] - 1
             row[f"paper500_{g}"], row[f"paper500_{g}_se"] = _get(full, ds, "PFWCP", g, key), _get(full, ds, "PFWCP", g, f"{key}_se")
@@ -92,15 +109,18 @@ def main():
     fl.to_csv(out / "check_flags.csv", index=False)
     pct = lambda s: (f"{100 * np.nanmedian(s):+.1f} % (max {100 * np.nanmax(s):+.1f} %)" if s.notna().any() else "-")
     lines = ["| level | PFWCP MC ok: paper / recommended | PFWCP CCC ok: paper / recommended | osPFWCP CCC ok (paper grid, 500 draws) | "
-             "PFWCP-CCC infinite share, max: paper / recommended | recommended finite width vs oracle PFWCP, MC | CCC |",
-             "|---|---|---|---|---|---|---|"]
+             "PFWCP-CCC infinite share, max: paper / recommended | recommended finite width vs oracle PFWCP, MC | CCC | "
+             "counting the training s.d.: MC ok, paper / recommended | CCC ok, paper / recommended |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for lv in LEVELS:
         t = tab[tab.level == lv]
         r = t[t.rec_ccc.notna()]
         lines.append(f"| {lv} | {_n(t.paper_mc_ok[t.rec_mc.notna()])} / {_n(t.rec_mc_ok)} | {_n(r.paper_ccc_ok)} / {_n(r.rec_ccc_ok)} | "
                      f"{_n(t.os500_ccc_ok)} | "
                      + (f"{100 * r.paper_ccc_inf.max():.1f} % / {100 * r.rec_ccc_inf.max():.1f} %" if len(r) else "-")
-                     + f" | {pct(t.rec_mc_width_vs_oracle)} | {pct(r.rec_ccc_width_vs_oracle)} |")
+                     + f" | {pct(t.rec_mc_width_vs_oracle)} | {pct(r.rec_ccc_width_vs_oracle)} | "
+                     f"{_n(t.paper_mc_ok_train)} / {_n(t.rec_mc_ok_train)} | {_n(t.paper_ccc_ok_train)} / "
+                     f"{_n(t.rec_ccc_ok_train)} |")
     (out / "counts.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(fl.to_string() if len(fl) else "no check cells")
