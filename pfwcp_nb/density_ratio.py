@@ -29,9 +29,9 @@ from ._validate import add_param_docs
 __all__ = ['RATIO_METHODS', 'DEFAULT_EPS', 'RATIO_ARCHS', 'IMAGE_ARCHS', 'WEIGHT_DECAY_GRID', 'HPARAMS', 'FWCP_ALPHA_GRID',
            'RATIO_FEATURES', 'RATIO_MODELS', 'DensityRatio', 'gaussian_oracle_ratio', 'tilting_oracle_ratio',
            'cifar_oracle_ratio', 'oracle_density_ratios', 'ratio_quality', 'ratio_settings', 'image_statistics',
-           'RatioFeatures', 'fit_ratio_features', 'AgentHoldout', 'select_by_validation', 'federated_temperature',
-           'fit_density_ratios', 'fit_fwcp_ratio', 'RatioCandidate', 'ratio_candidates', 'StandardizedFeatures',
-           'fit_selected_ratios']
+           'RatioFeatures', 'fit_ratio_features', 'pairwise_ratio_functions', 'AgentHoldout', 'select_by_validation',
+           'federated_temperature', 'fit_density_ratios', 'fit_fwcp_ratio', 'RatioCandidate', 'ratio_candidates',
+           'StandardizedFeatures', 'fit_selected_ratios']
 
 # %% ../nbs/06_density_ratio.ipynb #659598dc
 RATIO_METHODS: tuple[str, ...] = ("pairwise", "one_vs_rest", "multiclass")
@@ -239,6 +239,15 @@ def _ratio_functions(method: str, nets: list, feat: RatioFeatures, K: int, d_raw
     else:
         fns = [partial(_multiclass_log, net=nets[0], k=k, proj=feat, eps=eps, T=T) for k in range(1, K)]
     return [_one(d_raw)] + [DensityRatio(f, f"{method} estimate, agent {k + 1}", d_raw) for k, f in enumerate(fns, 1)]
+
+# %% ../nbs/06_density_ratio.ipynb #85ed4d02
+def pairwise_ratio_functions(nets: list, # K-1 pairwise classifiers (test agent vs agent k, k = 2..K); None where not needed
+                             features: RatioFeatures, # their input features (`RatioFeatures(None)`: the raw covariates)
+                             d: int, # covariates of a raw point
+                             eps: float = DEFAULT_EPS, # class probabilities clipped to [eps, 1 - eps]
+                            ) -> list: # K DensityRatio: agent 1's ≡ 1, then agent k's
+    "The weight functions of trained pairwise classifiers exactly as `fit_density_ratios(method='pairwise')` builds them (temperature 1)."
+    return _ratio_functions("pairwise", nets, features, len(nets) + 1, d, _logit_bound(eps), eps, 1.0)
 
 # %% ../nbs/06_density_ratio.ipynb #a1f00004
 def _ratio_tasks(F_: list[np.ndarray], method: str) -> tuple[list[list[tuple]], list[list[int]], int, str]:

@@ -19,7 +19,8 @@ from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['LOSSES', 'make_mlp', 'check_device', 'fedavg_many', 'fedavg', 'train_centralised', 'fedavg_loop']
+__all__ = ['LOSSES', 'make_mlp', 'check_device', 'fedavg_many', 'fedavg', 'train_centralised', 'EngineStream', 'fedavg_rounds',
+           'local_round', 'fedavg_loop']
 
 # %% ../nbs/05_federated.ipynb #85cf970d
 def _mse(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -418,6 +419,77 @@ def train_centralised(
 ) -> tuple[nn.Module, pd.DataFrame]:
     "Centralised training on pooled data: Adam over mini-batches of the pooled data (FedAvg with one client, one round = one epoch)."
     return fedavg(model, [(X, y)], epochs=epochs, local_epochs=1, server_optimizer="avg", **kwargs)
+
+# %% ../nbs/05_federated.ipynb #0e73655b
+class EngineStream:
+    "`fedavg_many`'s seeded stream for a transport that runs the rounds itself: G initial modules, then one (R, N) shuffle per local epoch."
+    def __init__(self, model, # module factory (one initialisation per federation) or module, as `fedavg_many`'s
+                 G: int, # federations
+                 n, # (R,) client sizes in replica order (federation by federation, as `fedavg_many`'s stack)
+                 seed: int = 0):
+        self.gen = torch.Generator().manual_seed(int(seed))
+        self.modules = _init_modules(model, G, self.gen)
+        self.n = torch.as_tensor(n)
+        self.N = int(self.n.max())
+
+    def order(self) -> torch.Tensor:
+        "The next local epoch's (R, N) shuffle; row r begins with the n[r] valid indices of replica r."
+        return _epoch_order(self.gen, self.n, self.N)
+
+def fedavg_rounds(epochs: int, # total local epochs per client
+                  local_epochs: int = 1, # E: local epochs per round
+                 ) -> int:
+    "Communication rounds of `fedavg_many(epochs=..., local_epochs=...)`; ValueError unless `epochs` is a positive multiple of E."
+    return _rounds(None, epochs, local_epochs)
+
+def _opt_state(opt) -> dict:
+    "A client optimiser's state as named arrays (what `local_round` returns)."
+    if isinstance(opt, _TorchAdam):
+        st = opt.opt.state_dict()["state"]
+        return {f"{i}/{k}": v.numpy() if v.dim() else v.reshape(1).numpy() for i, s in st.items() for k, v in s.items()}
+    if isinstance(opt, _StackedAdam):
+        return {"t": opt.t.numpy(), **{f"m{i}": m.numpy() for i, m in enumerate(opt.m)},
+                **{f"v{i}": v.numpy() for i, v in enumerate(opt.v)}}
+    return {}
+
+def _load_opt_state(opt, st: dict):
+    if isinstance(opt, _TorchAdam):
+        sd = opt.opt.state_dict()
+        idx = sorted({int(k.split("/")[0]) for k in st})
+        sd["state"] = {i: {k.split("/")[1]: torch.as_tensor(v.copy()).reshape(() if k.endswith("step") else v.shape)
+                           for k, v in st.items() if int(k.split("/")[0]) == i} for i in idx}
+        opt.opt.load_state_dict(sd)
+    elif isinstance(opt, _StackedAdam):
+        opt.t = torch.as_tensor(st["t"].copy())
+        opt.m = [torch.as_tensor(st[f"m{i}"].copy()) for i in range(len(opt.m))]
+        opt.v = [torch.as_tensor(st[f"v{i}"].copy()) for i in range(len(opt.v))]
+
+def local_round(model, # module factory of the task's network
+                clients: list, # this agent's replicas: one (X, y) each
+                start: list, # per replica {parameter name: array}: the global parameters it starts from
+                orders: list, # per replica (E, n): its rows of the server's `EngineStream` shuffles, one per local epoch
+                *, loss: str, batch_size: int, lr: float, weight_decay: float,
+                server_optimizer: str, # "avg" (local Adam) or "adam" (FedAdam: local SGD at `client_lr`)
+                client_lr: float,
+                lockstep: bool, # every replica of the federation takes the same steps per epoch (the fused Adam)
+                opt_state: dict | None = None, # the local optimiser's state after the previous round (None: fresh)
+               ) -> tuple[list, dict]: # (per replica {name: array}, the optimiser's state)
+    "One agent's local work in one round: the engine's local epochs on its own replicas, as `fedavg_many` runs them."
+    loss_fn, loss_name = _get_loss(loss)
+    S = _stack_clients([[c] for c in clients], loss_name)
+    mods = []
+    for st in start:
+        m = model()
+        with torch.no_grad():
+            for k, p in m.named_parameters(): p.copy_(torch.as_tensor(st[k]))
+        mods.append(m)
+    R = _replicas(mods, S, loss_fn, torch.device("cpu"))
+    opt, _, wd_r = _optimisers(R, server_optimizer, lockstep, lr, float(weight_decay), client_lr)
+    if opt_state: _load_opt_state(opt, opt_state)
+    for e in range(orders[0].shape[0]):
+        _local_epoch(R, opt, torch.as_tensor(np.stack([o[e] for o in orders])), batch_size, wd_r)
+    out = [{k: R.params[i][r].detach().clone().numpy() for i, k in enumerate(R.names)} for r in range(len(clients))]
+    return out, _opt_state(opt)
 
 # %% ../nbs/05_federated.ipynb #30850fb4
 def fedavg_loop(model, client_data, *, loss="mse", rounds=None, epochs=None, local_epochs=1, batch_size=32,

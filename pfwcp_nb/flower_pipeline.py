@@ -21,13 +21,12 @@ except ImportError as e:   # the one optional extra of the package
     raise ImportError('pfwcp_nb.flower_pipeline needs Flower (flwr[simulation]==1.42.*): pip install "pfwcp_nb[flower]", '
                       'or pip install -e ".[flower]" from a clone of the repository') from e
 
-from .federated import (make_mlp, _get_loss, _init_modules, _epoch_order, _rounds, _stack_clients, _replicas,
-                        _optimisers, _local_epoch, _TorchAdam, _StackedAdam)
-from .models import PAPER_EPOCHS, FederatedPredictor, PCAProjection, _predictor_preset
-from .density_ratio import RATIO_ARCHS, DEFAULT_EPS, RatioFeatures, _logit_bound, _ratio_arch, _ratio_functions
+from .federated import make_mlp, EngineStream, fedavg_rounds, local_round
+from .models import PAPER_EPOCHS, PREDICTOR_ARCHS, FederatedPredictor, PCAProjection, predictor_settings
+from .density_ratio import DEFAULT_EPS, RatioFeatures, pairwise_ratio_functions, ratio_settings
 from .data import make_federation
-from .pipeline import DEFAULT_TRAIN_KW, _rng, _train_data
-from .pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage
+from .pipeline import DEFAULT_TRAIN_KW, draw_rng, training_split
+from .pfwcp import PFWCP, AgentCalibration
 from .oneshot import OneShotPFWCP
 from .flower import (RECORD, METHODS, config_values, agent_nodes, agent_reply, pack, unpack, request, check_summary,
                               check_message, check_oneshot, load_node_policy)
@@ -36,7 +35,7 @@ from ._validate import check_pos_int
 
 # %% auto #0
 __all__ = ['PIPE', 'POLICY_STATE', 'PIPELINE_RUN_CONFIG', 'pipeline_client', 'pipeline_server_app', 'TaskPlan', 'plan_tasks',
-           'ServerTask', 'AgentData', 'local_round', 'agent_train', 'agent_calibration', 'agent_query', 'agreed_policy',
+           'ServerTask', 'AgentData', 'agent_train', 'agent_calibration', 'agent_query', 'agreed_policy',
            'pipeline_client_app', 'PipelineResult', 'pipeline_server', 'federation_data', 'simulate_pipeline',
            'pipeline_run_config', 'save_result', 'write_node_data', 'load_node_data', 'deployed_pipeline',
            'pipeline_app_pyproject', 'write_pipeline_app_project']
@@ -102,12 +101,13 @@ def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
     unknown = sorted(set(kw) - {"predictor", "ratios", "fwcp", "localizer"})
     if unknown:
         raise ValueError(f"`train_kw` has unknown key(s) {unknown}; use 'predictor' and 'ratios'.")
-    task, preset = _predictor_preset(dataset, None)
+    ps = predictor_settings(dataset)
+    task, preset = ps["task"], PREDICTOR_ARCHS[ps["arch"]]
     pred = dict(task=task, hidden=tuple(preset["hidden"]), activation=preset["activation"], pca=preset["pca"],
                 weight_decay=preset["weight_decay"], epochs=PAPER_EPOCHS, local_epochs=1, batch_size=32, lr=1e-3,
                 standardize_y=True, n_classes=None, server_optimizer="avg", client_lr=1.0)
-    arch = _ratio_arch(dataset)
-    rat = dict(hparams="paper", hidden=RATIO_ARCHS[arch]["hidden"], pca=RATIO_ARCHS[arch]["pca"], epochs=600,
+    rs = ratio_settings(dataset)
+    rat = dict(hparams="paper", hidden=rs["hidden"], pca=rs["pca"], epochs=600,
                local_epochs=1, batch_size=200, lr=1e-3, weight_decay=1e-4, server_optimizer="adam", client_lr=1.0,
                eps=DEFAULT_EPS)
     for name, d in (("predictor", pred), ("ratios", rat)):
@@ -123,7 +123,7 @@ def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
                          "hyperparameters ('paper') are implemented (no federated cross-validation or temperature).")
     if rat["weight_decay"] is None: rat["weight_decay"] = 1e-4
     if pred["weight_decay"] is None: pred["weight_decay"] = preset["weight_decay"]
-    if rat["pca"] == "auto": rat["pca"] = RATIO_ARCHS[arch]["pca"]
+    if rat["pca"] == "auto": rat["pca"] = rs["pca"]
     if pred["pca"] == "auto": pred["pca"] = preset["pca"]
     for name, d in (("predictor", pred), ("ratios", rat)):
         if d["pca"] is not None and not (isinstance(d["pca"], float) and 0 < d["pca"] <= 1):
@@ -134,11 +134,11 @@ def plan_tasks(pred: dict, rat: dict, K: int, d_pred: int, d_ratio: int, n_class
     "The predictor's and the K-1 pairwise ratio classifiers' training tasks (FedAvg / FedAdam as in process)."
     cls = pred["task"] == "classification"
     tp = TaskPlan("predictor", d_pred, tuple(pred["hidden"]), n_classes if cls else 1, pred["activation"],
-                  "ce" if cls else "mse", _rounds(None, pred["epochs"], pred["local_epochs"]), int(pred["local_epochs"]),
+                  "ce" if cls else "mse", fedavg_rounds(pred["epochs"], pred["local_epochs"]), int(pred["local_epochs"]),
                   int(pred["batch_size"]), float(pred["lr"]), float(pred["weight_decay"]), pred["server_optimizer"],
                   float(pred["client_lr"]), [list(range(K))], [None])
     tr = TaskPlan("ratios", d_ratio, (int(rat["hidden"]),), 1, "relu", "bce",
-                  _rounds(None, rat["epochs"], rat["local_epochs"]), int(rat["local_epochs"]), int(rat["batch_size"]),
+                  fedavg_rounds(rat["epochs"], rat["local_epochs"]), int(rat["local_epochs"]), int(rat["batch_size"]),
                   float(rat["lr"]), float(rat["weight_decay"]), rat["server_optimizer"], float(rat["client_lr"]),
                   [[0, k] for k in range(1, K)], [[1, 0] for _ in range(1, K)])
     return [tp, tr]
@@ -154,17 +154,18 @@ class ServerTask:
         self.N = int(self.n.max())
         self.grp = torch.tensor([g for g, _ in self.rep])
         self.G = len(plan.members)
-        self.gen = torch.Generator().manual_seed(self.seed)                 # as fedavg_many: inits, then one draw per epoch
-        mods = _init_modules(plan.make, self.G, self.gen)
+        self.stream = EngineStream(plan.make, self.G, self.n, self.seed)   # as fedavg_many: inits, then one draw per epoch
+        mods = self.stream.modules
         self.names = [k for k, _ in mods[0].named_parameters()]
         self.glob = [torch.stack([m.get_parameter(k).detach() for m in mods]) for k in self.names]   # (G, ...) each
         self.lockstep = bool((torch.ceil(self.n / plan.batch_size) == math.ceil(self.N / plan.batch_size)).all())
-        self.server_opt = _TorchAdam(self.glob, lr=plan.lr) if plan.server_optimizer == "adam" else None
+        # FedAdam's server: torch's fused Adam on the (G, ...) global parameters, as the engine's server step
+        self.server_opt = torch.optim.Adam(self.glob, lr=plan.lr, fused=True) if plan.server_optimizer == "adam" else None
         self.steps = [0] * self.G                                            # rounds in which federation g was updated
 
     def orders(self) -> list:
         "One round's shuffles: per local epoch the (R, N) order of the in-process engine; returns per replica (E, n_r)."
-        eps = [_epoch_order(self.gen, self.n, self.N) for _ in range(self.plan.local_epochs)]
+        eps = [self.stream.order() for _ in range(self.plan.local_epochs)]
         return [np.stack([o[r, : int(self.n[r])].numpy() for o in eps]) for r in range(len(self.rep))]
 
     @torch.no_grad()
@@ -188,12 +189,14 @@ class ServerTask:
         if self.server_opt is None:
             for gp, av in zip(self.glob, avgs): gp[upd] = av[upd]
         elif upd:
-            st = self.server_opt.opt.state
+            st = self.server_opt.state
             keep = [(gp[skip].clone(), *(st[gp][m][skip].clone() if gp in st else None for m in ("exp_avg", "exp_avg_sq")))
                     for gp in self.glob]
             pseudo = [gp - av for gp, av in zip(self.glob, avgs)]              # theta_t - mean_k theta^k_{t+1}
             for ps in pseudo: ps[skip] = 0.0
-            self.server_opt.step(pseudo, None)
+            for gp, ps in zip(self.glob, pseudo): gp.grad = ps.contiguous()
+            self.server_opt.step()
+            for gp in self.glob: gp.grad = None
             for gp, (p0, m0, v0) in zip(self.glob, keep):
                 gp[skip] = p0
                 for m, old in (("exp_avg", m0), ("exp_avg_sq", v0)):
@@ -291,51 +294,6 @@ def _agent_targets(ctx: Context, plan: TaskPlan, data: AgentData, g: int, j: int
     lab = np.ones if plan.label[g][j] == 1 else np.zeros
     return Z, lab(len(Z), np.float32)
 
-# %% ../nbs/10b_flower_pipeline.ipynb #1295f468
-def _opt_state(opt) -> dict:
-    if isinstance(opt, _TorchAdam):
-        st = opt.opt.state_dict()["state"]
-        return {f"{i}/{k}": v.numpy() if v.dim() else v.reshape(1).numpy() for i, s in st.items() for k, v in s.items()}
-    if isinstance(opt, _StackedAdam):
-        return {"t": opt.t.numpy(), **{f"m{i}": m.numpy() for i, m in enumerate(opt.m)},
-                **{f"v{i}": v.numpy() for i, v in enumerate(opt.v)}}
-    return {}
-
-def _load_opt_state(opt, st: dict):
-    if isinstance(opt, _TorchAdam):
-        sd = opt.opt.state_dict()
-        idx = sorted({int(k.split("/")[0]) for k in st})
-        sd["state"] = {i: {k.split("/")[1]: torch.as_tensor(v.copy()).reshape(() if k.endswith("step") else v.shape)
-                           for k, v in st.items() if int(k.split("/")[0]) == i} for i in idx}
-        opt.opt.load_state_dict(sd)
-    elif isinstance(opt, _StackedAdam):
-        opt.t = torch.as_tensor(st["t"].copy())
-        opt.m = [torch.as_tensor(st[f"m{i}"].copy()) for i in range(len(opt.m))]
-        opt.v = [torch.as_tensor(st[f"v{i}"].copy()) for i in range(len(opt.v))]
-
-def local_round(plan: TaskPlan, lockstep: bool, clients: list, # one (X, y) per local replica
-                start: list, # per local replica: {name: array} global parameters
-                orders: list, # per local replica: (E, n) shuffles
-                opt_state: dict | None, # the local optimiser's state from the previous round (None: fresh)
-               ) -> tuple[list, dict]: # (per replica {name: array}, optimiser state)
-    "An agent's local work in one round: `local_epochs` passes of the in-process engine over its own replicas."
-    loss_fn, loss_name = _get_loss(plan.loss)
-    S = _stack_clients([[c] for c in clients], loss_name)
-    mods = []
-    for st in start:
-        m = plan.make()
-        with torch.no_grad():
-            for k, p in m.named_parameters(): p.copy_(torch.as_tensor(st[k]))
-        mods.append(m)
-    R = _replicas(mods, S, loss_fn, torch.device("cpu"))
-    opt, _, wd_r = _optimisers(R, plan.server_optimizer, lockstep, plan.lr, float(plan.weight_decay), plan.client_lr)
-    if opt_state: _load_opt_state(opt, opt_state)
-    for e in range(plan.local_epochs):
-        order = torch.as_tensor(np.stack([o[e] for o in orders]))
-        _local_epoch(R, opt, order, plan.batch_size, wd_r)
-    out = [{k: R.params[i][r].detach().clone().numpy() for i, k in enumerate(R.names)} for r in range(len(clients))]
-    return out, _opt_state(opt)
-
 # %% ../nbs/10b_flower_pipeline.ipynb #2bf64ddc
 def _check_orders(o: np.ndarray, E: int, n: int, who: str) -> np.ndarray:
     if o.shape != (E, n) or any(not np.array_equal(np.sort(row), np.arange(n)) for row in o):
@@ -363,7 +321,9 @@ def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
         st = _state_arrays(ctx, key) if key in ctx.state.array_records else None
         old = torch.get_num_threads(); torch.set_num_threads(1)
         try:
-            new, st = local_round(plan, bool(tinfo["lockstep"]), clients, start, orders, st)
+            new, st = local_round(plan.make, clients, start, orders, loss=plan.loss, batch_size=plan.batch_size,
+                                  lr=plan.lr, weight_decay=plan.weight_decay, server_optimizer=plan.server_optimizer,
+                                  client_lr=plan.client_lr, lockstep=bool(tinfo["lockstep"]), opt_state=st)
         finally:
             torch.set_num_threads(old)
         if st: _set_state_arrays(ctx, key, st)
@@ -401,8 +361,7 @@ def _agent_ratios(ctx: Context, ks: list) -> list:
         with torch.no_grad():
             for n, p in m.named_parameters(): p.copy_(torch.as_tensor(w[n]))
         nets[k - 1] = m.eval()
-    fns = _ratio_functions("pairwise", nets, RatioFeatures(_agent_proj(ctx, "ratios")), K, f["d"], _logit_bound(f["eps"]),
-                           f["eps"], 1.0)
+    fns = pairwise_ratio_functions(nets, RatioFeatures(_agent_proj(ctx, "ratios")), f["d"], f["eps"])
     return [fns[k] for k in ks]
 
 # %% ../nbs/10b_flower_pipeline.ipynb #9e1ef904
@@ -869,8 +828,8 @@ def federation_data(dataset: str, heterogeneity: str = "severe", *, seed: int = 
                     n_cal: int = 100, n_test: int = 500, sim: int = 0, data_dir=None) -> list:
     "Every agent's AgentData, drawn from the streams of the in-process pipeline (`train_setup`, `sample_draw`)."
     fed = make_federation(dataset, heterogeneity, K=K, seed=seed, data_dir=data_dir)
-    X, y, _ = _train_data(fed, n_train, seed)
-    rng = _rng(seed, 1, sim)                                   # sample_draw's stream of draw `sim`
+    X, y, _ = training_split(fed, n_train, seed)
+    rng = draw_rng(seed, sim)                                  # sample_draw's stream of draw `sim`
     cal = [fed.sample(k, n_cal, rng, return_info=True) for k in range(K)]
     tX, ty, _ = fed.sample(0, n_test, rng, return_info=True)
     return [AgentData(X[k], y[k], cal[k][0], cal[k][1], *((tX, ty) if k == 0 else (None, None))) for k in range(K)]

@@ -20,7 +20,7 @@ from .localizer import EngressionSampler, fit_localizer
 
 # %% auto #0
 __all__ = ['DEFAULT_TRAIN_KW', 'TrainedSetup', 'training_seed', 'training_split', 'train_setup', 'with_ratio_model', 'draw_seed',
-           'pool_localizer_samples', 'sample_draw', 'FrozenNoiseSampler', 'frozen_localizer']
+           'draw_rng', 'pool_localizer_samples', 'sample_draw', 'FrozenNoiseSampler', 'frozen_localizer']
 
 # %% ../nbs/08c_pipeline.ipynb #189937a2
 # per-model keyword overrides: {"predictor": {...}, "ratios": {...}, "fwcp": {...}, "localizer": {...}}.
@@ -174,6 +174,10 @@ def draw_seed(seed: int, sim: int) -> int:
     "Integer seed of the randomness inside draw `sim` (D_eng/D_cal split of the localized methods, engine 'mc')."
     return int(_rng(seed, 3, sim).integers(2**31 - 1))
 
+def draw_rng(seed: int, sim: int) -> np.random.Generator:
+    "The stream `sample_draw` samples draw `sim`'s calibration and test points from (stream (seed, 1, sim))."
+    return _rng(seed, 1, sim)
+
 # %% ../nbs/08c_pipeline.ipynb #18cfa79e
 def _call_oracle(fn, X, info):
     "An oracle ratio (`density_ratio.DensityRatio`) at X, with the draw's side information `info` (cifar severities)."
@@ -284,7 +288,7 @@ def sample_draw(setup: TrainedSetup, # the trained models
                 own_weights: bool = False, # also the ratios at agent 0's calibration covariates (`trust` check, gamma "auto")
                ) -> dict:
     "The CalibrationDraw objects (one per weight kind) of calibration draw `sim`."
-    rng = _rng(setup.seed, 1, sim)
+    rng = draw_rng(setup.seed, sim)
     K = fed.K
     sizes = [n_cal if n_cal_test is None else n_cal_test] + [n_cal] * (K - 1)
     cal = [fed.sample(k, sizes[k], rng, return_info=True) for k in range(K)]
