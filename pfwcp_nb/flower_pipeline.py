@@ -28,7 +28,8 @@ from .data import make_federation
 from .pipeline import DEFAULT_TRAIN_KW, draw_rng, training_split
 from .pfwcp import PFWCP, AgentCalibration
 from .oneshot import OneShotPFWCP
-from .flower import (RECORD, METHODS, config_values, agent_nodes, agent_reply, pack, unpack, request, check_summary,
+from .flower import (RECORD, METHODS, config_values, agent_nodes, agent_max_n, agent_reply, pack, unpack, request,
+                              check_summary,
                               check_message, check_oneshot, load_node_policy)
 from .query_policy import QueryPolicy, QueryRefused
 from ._validate import check_pos_int
@@ -635,8 +636,10 @@ def _check_stats(stats: dict, task: str) -> None:
 def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: str = "pfwcp", alpha: float = 0.1,
                     delta: float | None = None, train_kw: dict | None = None, min_agents: int | None = None,
                     round_timeout: float | None = 60.0, node_timeout: float = 120.0, drop_after: int = 3,
-                    est_kw: dict | None = None, nodes: list | None = None) -> PipelineResult:
-    "The ServerApp's work: federated training of the predictor and the ratio classifiers, calibration, prediction."
+                    est_kw: dict | None = None, nodes: list | None = None, max_n: list | None = None) -> PipelineResult:
+    """The ServerApp's work: federated training of the predictor and the ratio classifiers, calibration, prediction.
+    `max_n` (deployment: run_config agent-max-n): the operator's cap on each agent's calibration points; a summary
+    above it, or above the count the agent reported at the start, is refused (the agent is left out)."""
     res, t_start = PipelineResult(), time.perf_counter()
     pred, rat = _settings(dataset, train_kw)
     min_agents = max(2, math.ceil(K / 2)) if min_agents is None else check_pos_int(min_agents, "min_agents")
@@ -751,13 +754,15 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
     cal = [k for k in alive if k in got and (k == 0 or S_r.steps[gof[k]] > 0)]
     res.seconds["models"] = time.perf_counter() - t0 - res.seconds["training"]
     t1 = time.perf_counter()
-    _calibrate(srv, res, cal, method, alpha, delta, est_kw or {})
+    caps = {k: stats[k][0]["n_cal"] if max_n is None else min(stats[k][0]["n_cal"], int(max_n[k])) for k in cal}
+    _calibrate(srv, res, cal, method, alpha, delta, est_kw or {}, caps)
     res.seconds["calibration"] = time.perf_counter() - t1
     res.seconds["total"] = time.perf_counter() - t_start
     return res
 
 # %% ../nbs/10b_flower_pipeline.ipynb #3ed066fe
-def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha: float, delta, est_kw: dict):
+def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha: float, delta, est_kw: dict,
+               caps: dict): # agent -> the largest n its summary may report
     """Calibration over the agents `cal` that answer (test agent required), then the test agent's prediction. An agent
     that answers the summary but not the message round is left out: Procedure 1 runs again over the others (their
     n_eff, their aggregation weights); messages already received at an unchanged level are reused, not asked again."""
@@ -779,7 +784,7 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
     col = {k: i for i, k in enumerate(cal)}
     who = lambda k: f"agent {k} (node {srv.node[k]})"
     summ = srv.parse(srv.exchange({k: pack(request("summary")) for k in cal}, MessageType.QUERY, "summaries"), "summaries",
-                     lambda k, c: check_summary(unpack(c, who(k))[0], who(k), test_agent=(k == 0)))
+                     lambda k, c: check_summary(unpack(c, who(k))[0], who(k), test_agent=(k == 0), max_n=caps[k]))
     S, stage = [k for k in cal if k in summ], "messages" if method == "pfwcp" else "one-shot messages"
     need_test_agent(S, "summaries")
     msgs = {}                                    # (agent, level) -> its message
@@ -872,8 +877,11 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
             out["error"] = e
             raise
 
-    pol = dict(alpha=alpha, delta=delta, n1=len(data[0].cal_X), m=len(data[0].test_X),
-               levels=est_kw["grid"][0] if "grid" in est_kw else None, **(policy or {}))
+    opts = {"alpha", "delta", "n1", "m", "runs", "levels"}
+    if not isinstance(policy or {}, dict) or set(policy or {}) - opts:
+        raise ValueError(f"`policy` must be a dict of `agreed_policy` options {sorted(opts)}, got {policy!r}.")
+    pol = {"alpha": alpha, "delta": delta, "n1": len(data[0].cal_X), "m": len(data[0].test_X),
+           "levels": est_kw["grid"][0] if "grid" in est_kw else None, **(policy or {})}
     agreed_policy(0, **pol)                                   # its options checked before Flower starts
     part = lambda ctx: int(ctx.node_config["partition-id"])
     client = pipeline_client_app(lambda ctx: data[part(ctx)], lambda ctx: agreed_policy(part(ctx), **pol), mods=client_mods)
@@ -900,6 +908,8 @@ PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = r
     "min-agents": (0, "agents needed per training round; 0: ceil(K/2), at least 2"),
     "round-timeout": (60.0, "seconds the server waits for the agents in a round"),
     "node-timeout": (120.0, "seconds the server waits for all K SuperNodes and for training round 1"),
+    "agent-max-n": ("", "the largest number of calibration points each agent may report, space-separated, agent 0 first "
+                        "(agreed with each agent, as pfwcp_nb.flower's run config); empty: the count each reported at the start"),
     "out": (None, "path of the .npz the server writes (thresholds, calibration federation, models, summary json)"),
 }
 
@@ -965,7 +975,8 @@ def deployed_pipeline(grid: Grid, context: Context) -> None:
     res = pipeline_server(grid, str(c["dataset"]), len(nodes), nodes=nodes, seed=int(c["seed"]), method=str(c["method"]),
                           alpha=float(c["alpha"]), delta=float(c["delta"]) or None, train_kw=c["train-kw"],
                           min_agents=int(c["min-agents"]) or None, round_timeout=float(c["round-timeout"]),
-                          node_timeout=float(c["node-timeout"]))
+                          node_timeout=float(c["node-timeout"]),
+                          max_n=agent_max_n(c["agent-max-n"], len(nodes)) if str(c["agent-max-n"]).strip() else None)
     save_result(res, c["out"])
 
 # %% ../nbs/10b_flower_pipeline.ipynb #e5a2a77c

@@ -176,12 +176,14 @@ echo "registered $K SuperNode public keys: node ids ${NODES[*]}"
 # --- 4. the app project (pfwcp_nb.flower.write_app_project, as in notebook 10_flower)
 # agent-max-n: the n the operator agreed with each agent (here: the size of each agent's data file)
 if [ "$PIPELINE" = 1 ]; then
-  # the pipeline's app (pfwcp_nb.flower_pipeline.write_pipeline_app_project): gaussian, the training schedule, MC
+  # the pipeline's app (pfwcp_nb.flower_pipeline.write_pipeline_app_project): gaussian, the training schedule, MC;
+  # agent-max-n: the calibration points the operator agreed with each agent (here: --cal-points each)
   OUT="$T/data/pipeline.npz"
   python -c 'import sys; from pfwcp_nb.flower_pipeline import write_pipeline_app_project
 write_pipeline_app_project(sys.argv[1], {"dataset": "gaussian", "agent-nodes": sys.argv[2], "out": sys.argv[3],
-                                         "train-kw": sys.argv[4], "node-timeout": 300.0, "round-timeout": 300.0})' \
-    "$T/app" "${NODES[*]}" "$OUT" "$TRAIN_KW"
+                                         "train-kw": sys.argv[4], "node-timeout": 300.0, "round-timeout": 300.0,
+                                         "agent-max-n": " ".join([sys.argv[5]] * len(sys.argv[2].split()))})' \
+    "$T/app" "${NODES[*]}" "$OUT" "$TRAIN_KW" "$NCAL"
   N1="$NCAL"
   POLICY=" policy-max-test-weights=$((2 * M))"   # each agent's budget: two PFWCP runs over agent 0's M test points
 else

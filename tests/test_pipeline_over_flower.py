@@ -318,6 +318,11 @@ def test_bad_options():
         _settings("gaussian", {"predictor": {"device": "cuda"}})
     with pytest.raises(ValueError, match="only the paper's fixed"):
         _settings("gaussian", {"ratios": {"hparams": "calibrated"}})
+    # the agents' query policy options are checked before Flower starts
+    with pytest.raises(ValueError, match="`policy` must be a dict of `agreed_policy` options"):
+        simulate_pipeline("gaussian", K=2, policy={"budget": 3}, **SIZES)
+    with pytest.raises(ValueError, match="m"):
+        simulate_pipeline("gaussian", K=2, policy={"m": 0}, **SIZES)
 
 
 def tamper(agent, rnd):
@@ -373,3 +378,14 @@ def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path,
     with pytest.raises(RuntimeError, match="the test agent .agent 0. did not answer"):
         deployed_pipeline(swapped, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
     assert "node 100 (agent 0 by the operator's binding) reports agent index 1; left out" in caplog.text
+    # the operator's cap on each agent's calibration points (run_config agent-max-n): agent 2 reports more, left out
+    capped = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k])})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        deployed_pipeline(capped, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                                          run_config={**rc, "agent-max-n": f"{SIZES['n_cal']} {SIZES['n_cal']} 10"}))
+    with np.load(out) as z:
+        summary = json.loads(str(z["summary"]))
+        assert z["agents"].tolist() == [0, 1]
+    assert any(e.startswith("summaries: agent 2 sent an invalid answer") and "above the operator's cap 10" in e
+               for e in summary["events"])
