@@ -17,7 +17,7 @@ Every method sees the same draws: local CP, PFWCP in the paper's configuration a
     python scripts/foreign_federations.py --draws 200 --out results/foreign_federations
 
 Writes results.csv (one row per federation, weights, guarantee, method: MC, CCC with s.e., infinite share, mean finite
-width), table.md, and the command in command.txt."""
+width), table.md (`--table results.csv` prints it again), and the command in command.txt."""
 import argparse
 import sys
 from pathlib import Path
@@ -127,13 +127,40 @@ def run(kind: str, n_draws: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def table(res: pd.DataFrame) -> str:
+    """Markdown: per federation and weights, PFWCP paper / recommended: MC, CCC (✗: the issue's target missed), infinite
+    share and finite width of the CCC sets; local CP and osPFWCP-CCC for scale."""
+    f = lambda v: f"{100 * v:.1f}"
+    g = {(r.federation, r.weights, r.guarantee, r.method): r for r in res.itertuples()}
+    ok = lambda r, gu: ("" if (r.MC >= 0.9 - 2 * r.MC_se if gu == "mc" else r.CCC >= 0.9 - r.CCC_se) else " ✗")
+    lines = ["| federation | weights | MC %: paper / recommended | CCC %: paper / recommended | CCC infinite %: paper / "
+             "recommended | CCC finite width: paper / recommended / local CP / osPFWCP |", "|---|---|---|---|---|---|"]
+    for fed in dict.fromkeys(res.federation):
+        cp_ = g[(fed, "-", "ccc", "CP")]
+        for w in [w for w in WEIGHTS if (fed, w, "mc", "PFWCP (paper)") in g]:
+            pm, rm = g[(fed, w, "mc", "PFWCP (paper)")], g[(fed, w, "mc", "PFWCP (recommended)")]
+            pc, rc, oc = (g[(fed, w, "ccc", m)] for m in ("PFWCP (paper)", "PFWCP (recommended)", "osPFWCP"))
+            lines.append(f"| {fed} | {w} | {f(pm.MC)}{ok(pm, 'mc')} / {f(rm.MC)}{ok(rm, 'mc')} | {f(pc.CCC)}{ok(pc, 'ccc')} / "
+                         f"{f(rc.CCC)}{ok(rc, 'ccc')} | {f(pc.inf_frac)} / {f(rc.inf_frac)} | {pc.width_finite:.2f} / "
+                         f"{rc.width_finite:.2f} / {cp_.width_finite:.2f} / {oc.width_finite:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--table", metavar="RESULTS_CSV", help="only print the markdown table of a results.csv and exit")
     p.add_argument("--draws", type=int, default=200, help="calibration draws per federation (default 200)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--federations", nargs="+", default=list(FEDERATIONS), choices=FEDERATIONS)
-    p.add_argument("--out", required=True, help="output folder, e.g. results/foreign_federations")
+    p.add_argument("--out", help="output folder, e.g. results/foreign_federations (required unless --table)")
     a = p.parse_args()
+    if a.table:
+        if not Path(a.table).exists():
+            p.error(f"--table: {a.table} not found")
+        print(table(pd.read_csv(a.table)), end="")
+        return
+    if not a.out:
+        p.error("--out is required (or --table RESULTS_CSV)")
     if a.draws < 2:
         p.error("--draws must be at least 2")
     out = Path(a.out)
@@ -141,6 +168,7 @@ def main():
     res = pd.concat([run(k, a.draws, a.seed) for k in a.federations], ignore_index=True)
     res.to_csv(out / "results.csv", index=False)
     (out / "command.txt").write_text("python scripts/foreign_federations.py " + " ".join(sys.argv[1:]) + "\n")
+    (out / "table.md").write_text(table(res))
     print(res.to_string())
 
 

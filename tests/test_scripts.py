@@ -54,7 +54,8 @@ def test_a_private_import_is_caught(tmp_path):
 
 READERS = [["scripts/summary_table.py", "results/severe"], ["scripts/paper_table.py", "results/severe", "--datasets", "gaussian"],
            ["scripts/grid_tables.py", "infinite", "results/severe"], ["scripts/cp_rank_check.py", "results/severe"],
-           ["scripts/figure1_summary.py", "results/severe/figure1_star.npz"]]
+           ["scripts/figure1_summary.py", "results/severe/figure1_star.npz"],
+           ["scripts/foreign_federations.py", "--table", "results/foreign_federations/results.csv"]]
 
 
 @pytest.mark.parametrize("argv", READERS, ids=lambda a: a[0].split("/")[-1])
