@@ -60,10 +60,10 @@ def procedure1(args, K, n, agents):
         if K >= args.mc_rows_from:                                     # the MC engine on a few cells, x484/cells
             sub = rows_of(betas, args.mc_rows if K < args.sub_from else 1)
             sub_t = taus if K < args.sub_from else taus[::4]
-            _, t = cpu(lambda: select_quantiles(n_eff, 0.1, delta, engine="mc", n_rep=n_rep, seed=0, grid=(sub, sub_t)))
+            _, t = cpu(lambda: select_quantiles(n_eff, 0.1, delta, engine="monte-carlo", n_rep=n_rep, seed=0, grid=(sub, sub_t)))
             t_mc = t * betas.size * taus.size / (sub.size * sub_t.size)
         else:
-            _, t_mc = cpu(lambda: select_quantiles(n_eff, 0.1, delta, engine="mc", n_rep=n_rep, seed=0))
+            _, t_mc = cpu(lambda: select_quantiles(n_eff, 0.1, delta, engine="monte-carlo", n_rep=n_rep, seed=0))
         wmax = 0.0 if ch.upper is None else float((ch.upper - ch.objective).max())
         rows.append((crit, ch, t_new, t_mc, ("*" if sub_new else " ") + ("*" if K >= args.mc_rows_from else " "), wmax))
     return rows
@@ -82,7 +82,7 @@ def oneshot(args, K, agents, tw):
         ex = OneShotPFWCP(0.1, delta).calibrate(agents)
         m_ex = args.os_m if (crit == "CCC" or K <= 14) else (max(2, args.os_m // 100) if K <= 100 else 2)
         s, t_ex = cpu(lambda: ex.select(tw[:m_ex]))
-        mc = OneShotPFWCP(0.1, delta, engine="mc", n_rep=n_rep, seed=0).calibrate(agents, beta_breve=ex.beta_breve_)
+        mc = OneShotPFWCP(0.1, delta, engine="monte-carlo", n_rep=n_rep, seed=0).calibrate(agents, beta_breve=ex.beta_breve_)
         if K <= 100:
             _, t_mc = cpu(lambda: mc.select(tw[:args.os_m_mc]))
             rate_mc = args.os_m_mc / t_mc
@@ -90,7 +90,7 @@ def oneshot(args, K, agents, tw):
             lv = local_levels(mc.messages_, tw[:1])
             sub_t = mc.taus_[::6]
             _, t_mc = cpu(lambda: coverage_objective(lv, mc.n_eff_, sub_t, None if delta is None else 0.1,
-                                                     weights=mc.agg_weights_, engine="mc", n_rep=n_rep, rng=0))
+                                                     agg_weights=mc.agg_weights_, engine="monte-carlo", n_rep=n_rep, rng=0))
             rate_mc = sub_t.size / (t_mc * mc.taus_.size)
         out.append((crit, m_ex / t_ex, rate_mc, float(s.feasible.mean())))
     return out

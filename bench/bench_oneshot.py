@@ -11,7 +11,7 @@ the paper's Monte Carlo engine, batched over test points.
    `OneShotPFWCP.calibrate`, one batch of m test points per calibration draw) and random (K = 11, random n_eff and
    per-agent levels).
 2. One calibration draw: `OneShotPFWCP.select` with the MC and CCC criteria (alpha = delta = 0.1), engine="exact" vs
-   engine="mc" (N_rep draws per (test point, tau) cell), the same beta_breve; the projected time of the paper's
+   engine="monte-carlo" (N_rep draws per (test point, tau) cell), the same beta_breve; the projected time of the paper's
    protocol (500 calibration draws x 500 test points).
 Times are CPU seconds of this process (`time.process_time`; run with OMP_NUM_THREADS=1), which a loaded machine
 disturbs less than wall time; the load average is printed. No assertion: this prints numbers.
@@ -89,9 +89,9 @@ def compare_search(args, ref):
     for name, betas, n_eff, taus, target, w in search_inputs(args):
         t_old, t_new = [], []
         for _ in range(args.reps):
-            (i_o, _, ok_o), t = cpu(lambda: ref.largest_feasible_tau(betas, n_eff, taus, target, weights=w))
+            (i_o, _, ok_o), t = cpu(lambda: ref.largest_feasible_tau(betas, n_eff, taus, target, agg_weights=w))
             t_old.append(t)
-            (i_n, _, ok_n), t = cpu(lambda: largest_feasible_tau(betas, n_eff, taus, target, weights=w))
+            (i_n, _, ok_n), t = cpu(lambda: largest_feasible_tau(betas, n_eff, taus, target, agg_weights=w))
             t_new.append(t)
         to, tn = np.median(t_old), np.median(t_new)
         tot_old, tot_new = tot_old + to, tot_new + tn
@@ -112,8 +112,8 @@ def compare_engines(args):
     for crit, delta in (("MC", None), ("CCC", 0.1)):
         procedure._EXACT_MEMO.clear()                           # time Procedure 1, not its memoised table
         ex, t_cal_ex = cpu(lambda: OneShotPFWCP(0.1, delta, beta_breve_rule="procedure1").calibrate(agents))
-        _, t_cal_mc = cpu(lambda: OneShotPFWCP(0.1, delta, engine="mc", seed=args.seed, beta_breve_rule="procedure1").calibrate(agents))
-        mc = OneShotPFWCP(0.1, delta, engine="mc", n_rep=args.n_rep, seed=args.seed).calibrate(
+        _, t_cal_mc = cpu(lambda: OneShotPFWCP(0.1, delta, engine="monte-carlo", seed=args.seed, beta_breve_rule="procedure1").calibrate(agents))
+        mc = OneShotPFWCP(0.1, delta, engine="monte-carlo", n_rep=args.n_rep, seed=args.seed).calibrate(
             agents, beta_breve=ex.beta_breve_)                  # same beta_breve: compare the tau search only
         s_ex, t_ex = cpu(lambda: ex.select(TW))
         s_mc, t_mc = cpu(lambda: mc.select(TW))

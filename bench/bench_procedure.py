@@ -60,7 +60,7 @@ def main():
             n_ex_infeasible += not ex.feasible
             b, t = ex.grid
             for n_rep, st in stats.items():
-                mc, dt = timed(lambda: select_quantiles(n_eff, alpha, dl, engine="mc", n_rep=n_rep, seed=s))
+                mc, dt = timed(lambda: select_quantiles(n_eff, alpha, dl, engine="monte-carlo", n_rep=n_rep, seed=s))
                 st["t"].append(dt)
                 val = ex.objective[np.searchsorted(b, mc.beta), np.searchsorted(t, mc.tau)]
                 if val < ex.target - FEAS_TOL:

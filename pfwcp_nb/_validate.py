@@ -9,8 +9,8 @@ import inspect
 from fastcore.docments import docments
 
 # %% auto #0
-__all__ = ['check_unit_open', 'check_tail_mass', 'check_pos_int', 'check_weights', 'check_n_eff', 'check_agg_weights',
-           'check_engine', 'add_param_docs']
+__all__ = ['ENGINES', 'check_unit_open', 'check_tail_mass', 'check_pos_int', 'check_weights', 'check_n_eff', 'check_agg_weights',
+           'check_engine_name', 'check_engine', 'add_param_docs']
 
 # %% ../nbs/00_validate.ipynb #5660d2bf
 def _number(x, name: str, interval: str) -> float:
@@ -19,6 +19,7 @@ def _number(x, name: str, interval: str) -> float:
     except (TypeError, ValueError):
         raise ValueError(f"`{name}` must be a number in {interval}, got {x!r}.") from None
 
+# %% ../nbs/00_validate.ipynb #85f8bc3f
 def check_unit_open(x, # the value to check
                     name: str, # the argument's name, for the message
                    ) -> float:
@@ -28,6 +29,7 @@ def check_unit_open(x, # the value to check
         raise ValueError(f"`{name}` must lie in the open interval (0, 1), got {x}.")
     return x
 
+# %% ../nbs/00_validate.ipynb #0243a310
 def check_tail_mass(x, # the value to check
                     name: str = "alpha", # the argument's name, for the message
                    ) -> float:
@@ -70,6 +72,7 @@ def check_weights(weights, # sample weights, one per value
         raise ValueError(f"`{name}` are all zero; at least one weight must be positive.")
     return w
 
+# %% ../nbs/00_validate.ipynb #d7d752f8
 def check_n_eff(n_eff, # effective sample sizes, one per agent (a scalar is one agent)
                ) -> np.ndarray: # float (K,)
     "Effective sample sizes: a non-empty 1-D array, finite and > 0."
@@ -82,9 +85,10 @@ def check_n_eff(n_eff, # effective sample sizes, one per agent (a scalar is one 
         raise ValueError(f"`n_eff` must be finite and > 0 (Kish's n_eff of non-zero weights is >= 1), got {n}.")
     return n
 
+# %% ../nbs/00_validate.ipynb #4c20706b
 def check_agg_weights(weights, # aggregation weights, one per agent
                       K: int | None = None, # the number of agents, when known
-                      name: str = "weights", # the argument's name, for the message
+                      name: str = "agg_weights", # the argument's name, for the message
                      ) -> np.ndarray: # (K,), normalised to sum 1
     "Aggregation weights: one per agent, finite, >= 0, not all zero; returned normalised."
     w = np.atleast_1d(np.asarray(weights, dtype=float))
@@ -96,15 +100,27 @@ def check_agg_weights(weights, # aggregation weights, one per agent
     return w / w.sum()
 
 # %% ../nbs/00_validate.ipynb #53b13637
-def check_engine(engine: str, # "exact" or "mc"
-                 n_rep=None, # Monte Carlo repetitions; None: the paper's choice for `criterion`
-                 criterion: str = "mc", # "mc" (marginal coverage) or "ccc"
+ENGINES = ("exact", "monte-carlo")   # the engines of the coverage objective ("mc" names the marginal-coverage guarantee)
+
+def check_engine_name(engine: str, # "exact" or "monte-carlo"
+                     ) -> str:
+    "`engine` if it is one of ENGINES; the former name 'mc' of the Monte Carlo engine is refused with its new name."
+    if engine == "mc":
+        raise ValueError("`engine`='mc' is now 'monte-carlo' ('mc' names the marginal-coverage guarantee): pass "
+                         "engine='monte-carlo' for the paper's Monte Carlo, or 'exact' (the default).")
+    if engine not in ENGINES:
+        raise ValueError(f"`engine` must be one of {ENGINES}, got {engine!r}.")
+    return engine
+
+# %% ../nbs/00_validate.ipynb #3310e5f9
+def check_engine(engine: str, # "exact" or "monte-carlo"
+                 n_rep=None, # Monte Carlo repetitions; None: the paper's choice for `guarantee`
+                 guarantee: str = "mc", # "mc" (marginal coverage) or "ccc"
                 ) -> tuple[str, int]: # engine, n_rep
     "The engine of the coverage objective and its number of Monte Carlo repetitions (default 2000 MC, 4000 CCC)."
-    if engine not in ("exact", "mc"):
-        raise ValueError(f"`engine` must be 'exact' or 'mc', got {engine!r}.")
+    check_engine_name(engine)
     if n_rep is None:
-        n_rep = 2000 if criterion == "mc" else 4000   # the paper's choices
+        n_rep = 2000 if guarantee == "mc" else 4000   # the paper's choices
     return engine, check_pos_int(n_rep, "n_rep")
 
 # %% ../nbs/00_validate.ipynb #70c4e406
@@ -117,6 +133,7 @@ def _param_section(f) -> str:
     lines = [f"    {k}: {v}" for k, v in d.items()] + ([f"    returns: {ret}"] if ret else [])
     return "\n\nParameters\n----------\n" + "\n".join(lines)
 
+# %% ../nbs/00_validate.ipynb #199bfc0a
 def add_param_docs(namespace: dict, # a module's globals(): its public functions and classes get the sections
                   ) -> None:
     "Append the docments `Parameters` section to the docstrings of the public names defined in `namespace`."

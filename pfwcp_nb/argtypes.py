@@ -21,14 +21,17 @@ def _cli_number(text: str, cast, ok, expected: str, bad: str):
         raise argparse.ArgumentTypeError(f"{bad}, got {text}")
     return v
 
+# %% ../nbs/08b_argtypes.ipynb #cbf2c966
 def cli_positive_int(text: str) -> int:
     "argparse `type=`: an integer >= 1 (`--n-sims`, `--n-test`, `--n-cal-test`, `--jobs`, `--chunk-size`)."
     return _cli_number(text, int, lambda v: v >= 1, "a positive integer", "must be a positive integer (>= 1)")
 
+# %% ../nbs/08b_argtypes.ipynb #937cd666
 def cli_nonneg_int(text: str) -> int:
     "argparse `type=`: an integer >= 0 (`--seed`)."
     return _cli_number(text, int, lambda v: v >= 0, "a non-negative integer", "must be a non-negative integer")
 
+# %% ../nbs/08b_argtypes.ipynb #bd135d57
 def cli_level(text: str) -> float:
     "argparse `type=`: a number strictly between 0 and 1 (`--alpha`, `--delta`)."
     return _cli_number(text, float, lambda v: 0.0 < v < 1.0, "a number in (0, 1)", "must lie strictly between 0 and 1")

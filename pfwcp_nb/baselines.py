@@ -14,7 +14,7 @@ from scipy import special
 from tqdm.auto import tqdm
 from .quantiles import weighted_quantile, quantile_of_quantiles
 from .procedure import select_quantiles, QuantileChoice, ccc_alpha
-from ._validate import check_unit_open, add_param_docs
+from ._validate import check_unit_open, check_engine_name, add_param_docs
 from .pfwcp import AgentCalibration, PFWCP, InfiniteThresholdWarning
 from .trust import choose_gamma, trust_check, with_gamma
 from .oneshot import OneShotPFWCP
@@ -22,7 +22,7 @@ from .data import TASK_KINDS, make_federation
 from .localizer import FoldedNormalSampler, Localizer
 
 # %% auto #0
-__all__ = ['ENGINES', 'QQ_BETA_STEPS', 'PFWCP_GAMMA_RULES', 'ORACLE_SUFFIX', 'METHODS', 'CalibrationDraw', 'oracle_fwcp_weights',
+__all__ = ['QQ_BETA_STEPS', 'PFWCP_GAMMA_RULES', 'ORACLE_SUFFIX', 'METHODS', 'CalibrationDraw', 'oracle_fwcp_weights',
            'fwcp_fields', 'localized_fields', 'toy_draw', 'split_conformal', 'cp', 'fcp', 'qq_grid', 'qq_choice',
            'fcp_qq', 'fwcp', 'fwcp_qq', 'fglcp', 'pfwcp', 'ospfwcp', 'ospfwglcp', 'MethodSpec', 'register_method',
            'get_spec', 'get_method', 'run_method', 'WEIGHTED_METHODS', 'ORACLE_METHODS', 'LOCALIZED_METHODS',
@@ -37,6 +37,7 @@ def _float_list(v, name: str) -> list:
         raise ValueError(f"`{name}`: every entry must be a non-empty 1-D array, got shapes {[a.shape for a in out]}.")
     return out
 
+# %% ../nbs/07b_baselines.ipynb #c56b7037
 def _check_fwcp_fields(d, m: int):
     "Check and convert FWCP's fields of draw `d` (if given): one omega' per calibration score, (m,) test weights."
     if d.fwcp_cal_weights is None:
@@ -48,6 +49,7 @@ def _check_fwcp_fields(d, m: int):
         raise ValueError(f"`fwcp_test_weights` must be an (m,)=({m},) array when `fwcp_cal_weights` is given.")
     d.fwcp_test_weights = np.asarray(d.fwcp_test_weights, dtype=float)
 
+# %% ../nbs/07b_baselines.ipynb #bdca39f8
 def _check_loc_fields(d, K: int, m: int):
     "Check and convert the localized fields of draw `d` (if given): K score and weight arrays, (m, K), the inverse."
     if d.loc_cal_scores is None:
@@ -140,6 +142,7 @@ def _oracle_log_ratio(fed, k: int, X, info) -> np.ndarray:
                          "(`Federation.sample(..., return_info=True)`) for oracle FWCP weights.")
     return fed.log_ratio(k, severity=info["severity"])
 
+# %% ../nbs/07b_baselines.ipynb #c2f25f4c
 def oracle_fwcp_weights(fed, # a `pfwcp_nb.data.Federation`
                         X, # covariates (n, d)
                         info: dict | None = None, # side information of `Federation.sample(..., return_info=True)`
@@ -148,6 +151,7 @@ def oracle_fwcp_weights(fed, # a `pfwcp_nb.data.Federation`
     lr = np.stack([_oracle_log_ratio(fed, k, X, info) for k in range(1, fed.K)])   # log p1/pk, (K-1, n)
     return np.exp(-(special.logsumexp(-lr, axis=0) - np.log(fed.K - 1)))
 
+# %% ../nbs/07b_baselines.ipynb #b8c52766
 def fwcp_fields(fwcp, # FWCP's weight function X -> omega'(X) (`density_ratio.fit_fwcp_ratio`); None for oracle
                 cal_X: list, # K arrays of calibration covariates
                 test_X, # (m, d) test covariates
@@ -231,15 +235,13 @@ def toy_draw(seed: int = 0, # calibration/test draw
     return CalibrationDraw(**fields)
 
 # %% ../nbs/07b_baselines.ipynb #e458a5a5
-ENGINES = ("exact", "mc")
-
 def _check_call(alpha, delta, engine) -> tuple[float, float | None]:
     alpha = check_unit_open(alpha, "alpha")
     delta = None if delta is None else check_unit_open(delta, "delta")
-    if engine not in ENGINES:
-        raise ValueError(f"`engine` must be one of {ENGINES}, got {engine!r}.")
+    check_engine_name(engine)
     return alpha, delta
 
+# %% ../nbs/07b_baselines.ipynb #eab7dcfb
 def _split_threshold(scores, weights, alpha, inf_weight, m: int) -> np.ndarray:
     "Weighted split-conformal quantile at level 1 - alpha with the test mass at +inf, broadcast to (m,)."
     if alpha <= 0.0:                     # alpha* = 0: the quantile is the +inf atom
@@ -289,21 +291,24 @@ def qq_grid(K: int, # number of agents
     taus = np.sort(1.0 - (np.arange(1, K + 1) - 0.5) / K)
     return betas, taus
 
+# %% ../nbs/07b_baselines.ipynb #6461e1e2
 @functools.lru_cache(maxsize=256)
 def _qq_choice_cached(n: tuple, alpha: float, delta, engine: str, seed) -> QuantileChoice:
     K = len(n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # infeasibility is handled by the caller
         return select_quantiles(np.array(n, dtype=float), alpha, delta, engine=engine, grid=qq_grid(K),
-                                weights=np.full(K, 1.0 / K), seed=seed)
+                                agg_weights=np.full(K, 1.0 / K), seed=seed)
 
+# %% ../nbs/07b_baselines.ipynb #1fe5c65f
 def qq_choice(n, # calibration sizes n_k (K,)
               alpha: float, delta: float | None = None, *,
               engine: str = "exact", seed=0) -> QuantileChoice:
     "(beta-bar, tau-bar) of FCP-QQ / FWCP-QQ: Procedure 1 with n_eff = n_k, equal weights, the `qq_grid`."
     n = tuple(float(v) for v in np.atleast_1d(n))
-    return _qq_choice_cached(n, alpha, delta, engine, seed if engine == "mc" else None)
+    return _qq_choice_cached(n, alpha, delta, engine, seed if engine == "monte-carlo" else None)
 
+# %% ../nbs/07b_baselines.ipynb #2f0edfda
 def _qq_threshold(local_q, choice: QuantileChoice, name: str, m: int) -> np.ndarray:
     "Order statistic of the local quantiles, or +inf (with a warning) when no grid cell was feasible."
     if not choice.feasible:
@@ -314,6 +319,7 @@ def _qq_threshold(local_q, choice: QuantileChoice, name: str, m: int) -> np.ndar
     out = quantile_of_quantiles(local_q, np.full(K, 1.0 / K), alpha=choice.tau)
     return np.broadcast_to(np.asarray(out, dtype=float), (m,)).copy()
 
+# %% ../nbs/07b_baselines.ipynb #dbbc2f8a
 def fcp_qq(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
            seed=0) -> np.ndarray:
     "FCP-QQ: the ceil(K(1-tau))-th smallest unweighted local quantile at level 1-beta (levels from `qq_choice`)."
@@ -328,6 +334,7 @@ def _need_fwcp(draw: CalibrationDraw, name: str):
         raise ValueError(f"{name} needs `draw.fwcp_cal_weights`/`fwcp_test_weights` (FWCP's single classifier); "
                          "build them with `fwcp_fields`.")
 
+# %% ../nbs/07b_baselines.ipynb #b8d99891
 def fwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
          seed=0) -> np.ndarray:
     "FWCP: pooled scores weighted by omega' (one classifier agent 0 vs rest); CCC: alpha* with n = sum n_k."
@@ -354,6 +361,7 @@ def _need_loc(draw: CalibrationDraw, name: str):
         raise ValueError(f"{name} needs the localized fields of the draw (`loc_cal_scores`, ..., `loc_inverse`); "
                          "build them with `localized_fields(fit_localizer(...), ...)`.")
 
+# %% ../nbs/07b_baselines.ipynb #e00b3cf1
 def _from_localized(draw: CalibrationDraw, q: np.ndarray, fin: np.ndarray) -> np.ndarray:
     "Thresholds on the score scale for localized levels q (m,): `draw.loc_inverse` where `fin`, +inf elsewhere."
     out = np.full(draw.m, np.inf)
@@ -361,6 +369,7 @@ def _from_localized(draw: CalibrationDraw, q: np.ndarray, fin: np.ndarray) -> np
         out[fin] = np.asarray(draw.loc_inverse(np.where(fin, q, 1.0)), dtype=float)[fin]
     return out
 
+# %% ../nbs/07b_baselines.ipynb #42d13528
 def fglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
           seed=0) -> np.ndarray:
     "FGLCP: split conformal on agent 0's localized scores, mapped back to the score scale per test point."
@@ -375,6 +384,7 @@ def fglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, en
 def _agents(scores, weights) -> list:
     return [AgentCalibration(s, w) for s, w in zip(scores, weights)]
 
+# %% ../nbs/07b_baselines.ipynb #ffaff5b6
 def _fitted(estimator, draw: CalibrationDraw, alpha, delta, engine, seed):
     "`PFWCP` or `OneShotPFWCP` calibrated on the draw's (unlocalized) scores and weights."
     alpha, delta = _check_call(alpha, delta, engine)
@@ -382,6 +392,7 @@ def _fitted(estimator, draw: CalibrationDraw, alpha, delta, engine, seed):
 
 PFWCP_GAMMA_RULES = ("auto",)   # `gamma` of `pfwcp`: a number >= 1, or "auto" (`trust.choose_gamma`)
 
+# %% ../nbs/07b_baselines.ipynb #098ead39
 def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
           seed=0,
           select: str = "paper", # cell rule of `PFWCP` ("paper": the paper's tables)
@@ -404,11 +415,13 @@ def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, en
         warnings.simplefilter("ignore", InfiniteThresholdWarning)
         return model.threshold(draw.test_weights)
 
+# %% ../nbs/07b_baselines.ipynb #7c2c9821
 def ospfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
             seed=0) -> np.ndarray:
     "osPFWCP (one quantile per agent at the default `oneshot_level`, per-test tau), via `pfwcp_nb.oneshot.OneShotPFWCP`."
     return _fitted(OneShotPFWCP, draw, alpha, delta, engine, seed).threshold(draw.test_weights)
 
+# %% ../nbs/07b_baselines.ipynb #ee1cd364
 def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
               seed=0) -> np.ndarray:
     "osPFWGLCP: osPFWCP on the localized scores, thresholds mapped back with `draw.loc_inverse`."
@@ -441,6 +454,7 @@ class MethodSpec:
 
 METHODS: dict[str, MethodSpec] = {}
 
+# %% ../nbs/07b_baselines.ipynb #cc087845
 def register_method(spec: MethodSpec) -> MethodSpec:
     "Add `spec` to `METHODS`; ValueError if its name or its table position is taken."
     if not isinstance(spec, MethodSpec):
@@ -490,10 +504,12 @@ def get_spec(name: str) -> MethodSpec:
     oracle = [n + ORACLE_SUFFIX for n, s in METHODS.items() if s.uses_weights]
     raise ValueError(f"unknown method {name!r}; valid names: {list(METHODS) + oracle}.")
 
+# %% ../nbs/07b_baselines.ipynb #ea11f223
 def get_method(name: str) -> Callable:
     "The function of method `name` (a key of METHODS, or '<weighted method>-oracle')."
     return get_spec(name).fn
 
+# %% ../nbs/07b_baselines.ipynb #3d1881cb
 def run_method(draw: CalibrationDraw, name: str, alpha: float, delta: float | None = None, *,
                engine: str = "exact", seed=0) -> np.ndarray:
     "Thresholds (m,) of method `name` on `draw` (MC when delta is None, else CCC)."
@@ -518,6 +534,7 @@ def _toy_table(n_draws: int, m: int = 100, alpha: float = 0.1, delta: float = 0.
                                  float(np.isinf(t).mean())))
     return pd.DataFrame(rows, columns=["method", "guarantee", "draw", "coverage", "median_size", "share_inf"])
 
+# %% ../nbs/07b_baselines.ipynb #1bd4f730
 def _summarise(df: pd.DataFrame, alpha: float = 0.1) -> pd.DataFrame:
     "Per method and guarantee: mean coverage (MC), share of draws with coverage >= 1-alpha, median size, % infinite."
     g = df.groupby(["method", "guarantee"], sort=False)

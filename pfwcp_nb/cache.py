@@ -10,7 +10,6 @@ import json
 import os
 import pickle
 import tempfile
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,16 +22,21 @@ from .density_ratio import RATIO_MODELS
 from .pipeline import DEFAULT_TRAIN_KW
 
 # %% auto #0
-__all__ = ['frozen_noise', 'RunConfig', 'method_label', 'atomic_save_npz', 'atomic_pickle', 'load_cell', 'ResultCache']
+__all__ = ['CACHE_SCHEMA', 'frozen_noise', 'RunConfig', 'method_label', 'atomic_save_npz', 'atomic_pickle', 'load_cell',
+           'ResultCache']
 
 # %% ../nbs/08e_cache.ipynb #f9d166ff
 def frozen_noise(dataset: str) -> bool:
     "Whether the localized samples of `dataset` come from `pipeline.FrozenNoiseSampler` (a synthetic population: fresh points per draw, no pool)."
     return DATASET_SPECS[dataset].shift == "gaussian"
 
+CACHE_SCHEMA: int = 2   # bump when what a cache file holds, or what determines it, changes: older files are then not found
+
+# %% ../nbs/08e_cache.ipynb #3f35342d
 def _stable_hash(obj) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
+# %% ../nbs/08e_cache.ipynb #7b12ce2f
 @dataclass(frozen=True)
 class RunConfig:
     "Everything that determines the draws of one dataset (the method, guarantee and weights are per cell)."
@@ -50,7 +54,7 @@ class RunConfig:
     train_kw: str = json.dumps(DEFAULT_TRAIN_KW, sort_keys=True)   # JSON of the effective training settings (hashable)
     n_cal_test: int | None = None  # calibration points of the test agent (None: n_cal)
     device: str = "cpu"            # where the predictor and the ratios are trained (not part of any cache key)
-    ratio_model: str = "paper"     # the density-ratio models (`density_ratio.RATIO_MODELS`); "paper" keeps the keys of before
+    ratio_model: str = "paper"     # the density-ratio models (`density_ratio.RATIO_MODELS`)
     model_seed: int = 0            # another training of the same data (`pipeline.training_seed`); 0: the stored grids
     method_kw: str = "{}"          # JSON {option: value} of method options (PFWCP's select, gamma, check); per method in the keys
 
@@ -58,31 +62,28 @@ class RunConfig:
         if self.ratio_model not in RATIO_MODELS:
             raise ValueError(f"ratio_model={self.ratio_model!r}: use one of {RATIO_MODELS}")
 
-    def _model_tag(self) -> str:
-        "Key part of the model seed: empty for 0, so the caches of the stored grids keep their names."
-        return "" if self.model_seed == 0 else f"_model{self.model_seed}"
-
     def options(self, method: str) -> dict:
         "The options of `method_kw` that `method` accepts (its record's `options`)."
         return {k: v for k, v in json.loads(self.method_kw).items() if k in get_spec(method).options}
 
     def setup_key(self) -> str:
-        h = _stable_hash([self.K, self.n_train, self.n_cal // 2, json.loads(self.train_kw)])
-        base = f"{self.dataset}__{self.heterogeneity}__seed{self.seed}{self._model_tag()}__{h}"
-        return base if self.ratio_model == "paper" else f"{base}__ratios-{self.ratio_model}"
+        "Name of the trained models' file: what the training depends on (not the draws, not the device)."
+        h = _stable_hash(dict(K=self.K, n_train=self.n_train, n_cal_half=self.n_cal // 2,
+                              train_kw=json.loads(self.train_kw)))
+        return (f"v{CACHE_SCHEMA}__{self.dataset}__{self.heterogeneity}__seed{self.seed}__model{self.model_seed}__"
+                f"ratios-{self.ratio_model}__{h}")
 
     def cell_key(self, method: str, guarantee: str, weights: str) -> str:
-        h = _stable_hash([self.K, self.n_train, self.n_cal, self.engine, json.loads(self.train_kw)]
-                         + ([] if self.n_cal_test is None else [{"n_cal_test": self.n_cal_test}])
-                         + ([{"ratio_model": self.ratio_model}] if self.ratio_model != "paper" and weights == "estimated"
-                            else [])
-                         + (["frozen-noise"] if get_spec(method).needs_localizer and frozen_noise(self.dataset)
-                            else [])
-                         + ([{"options": self.options(method)}] if self.options(method) else []))
+        "Name of one cell's file: the setup, the draws, the engine, and the method's options; oracle cells share the ratio model's."
+        get_spec(method)                                  # an unknown method: ValueError naming the valid ones
+        h = _stable_hash(dict(K=self.K, n_train=self.n_train, n_cal=self.n_cal, n_cal_test=self.n_cal_test,
+                              engine=self.engine, train_kw=json.loads(self.train_kw), options=self.options(method),
+                              ratio_model=self.ratio_model if weights == "estimated" else None))
         lv = f"a{self.alpha:g}" + ("" if guarantee == "mc" else f"_d{self.delta:g}")
-        return (f"{self.dataset}__{self.heterogeneity}__{weights}__{method}__{guarantee}__"
-                f"S{self.n_sims}_m{self.n_test}_{lv}__seed{self.seed}{self._model_tag()}__{h}")
+        return (f"v{CACHE_SCHEMA}__{self.dataset}__{self.heterogeneity}__{weights}__{method}__{guarantee}__"
+                f"S{self.n_sims}_m{self.n_test}_{lv}__seed{self.seed}__model{self.model_seed}__{h}")
 
+# %% ../nbs/08e_cache.ipynb #6ad2cffd
 def method_label(method: str, weights: str) -> str:
     "Name of a method in the tables: the oracle-weight variants get the suffix '-oracle'."
     return method + (ORACLE_SUFFIX if weights == "oracle" else "")
@@ -100,10 +101,12 @@ def _atomic_write(path: Path, suffix: str, write):
         if os.path.exists(tmp):
             os.remove(tmp)
 
+# %% ../nbs/08e_cache.ipynb #5504c32f
 def atomic_save_npz(path: Path, **arrays):
     "Write `arrays` to `path` (.npz) atomically (`_atomic_write`)."
     _atomic_write(path, ".npz", lambda tmp: np.savez(tmp, **arrays))
 
+# %% ../nbs/08e_cache.ipynb #56ed0d9e
 def _dumps(obj) -> bytes:
     "pickle, or cloudpickle (a dependency of scikit-learn's joblib) for models that hold closures."
     try:
@@ -111,11 +114,13 @@ def _dumps(obj) -> bytes:
     except (pickle.PicklingError, TypeError, AttributeError):
         return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
+# %% ../nbs/08e_cache.ipynb #3cf48052
 def atomic_pickle(path: Path, obj):
     "Pickle `obj` to `path` (cloudpickle for closures) atomically (`_atomic_write`)."
     data = _dumps(obj)
     _atomic_write(path, ".pkl", lambda tmp: Path(tmp).write_bytes(data))
 
+# %% ../nbs/08e_cache.ipynb #c5a30963
 def load_cell(path) -> dict:
     "Read a cell file: per-draw `coverage`, `size`, `inf_count` arrays and the `meta` dict."
     with np.load(path, allow_pickle=False) as z:
@@ -123,13 +128,13 @@ def load_cell(path) -> dict:
         out["meta"] = json.loads(str(z["meta"]))
     return out
 
+# %% ../nbs/08e_cache.ipynb #ed9f5442
 class ResultCache:
     "Layout of the cache directory: trained setups, finished cells and chunk files."
     def __init__(self, root):
         self.root = Path(root)
     def load_setup(self, cfg: RunConfig):
-        """The cached trained setup of `cfg`, or None when there is none or it cannot be read (a cache written by
-        another version of the package: then a warning says so and the models are trained again)."""
+        "The cached trained setup of `cfg`, or None when there is none (files of another `CACHE_SCHEMA` have other names)."
         path = self.setup_path(cfg)
         if not path.exists():
             return None
@@ -137,9 +142,9 @@ class ResultCache:
             with open(path, "rb") as f:
                 return pickle.load(f)
         except (ImportError, AttributeError, EOFError, pickle.UnpicklingError) as e:
-            warnings.warn(f"the cached models {path} cannot be read by this version of pfwcp_nb ({e!r}); "
-                          "training them again (delete the cache folder to silence this).", stacklevel=2)
-            return None
+            raise ValueError(f"the cached models {path} cannot be read ({e!r}): the classes they were pickled with "
+                             f"changed without a new CACHE_SCHEMA (now {CACHE_SCHEMA}). Bump `cache.CACHE_SCHEMA`, or "
+                             "delete the file.") from e
     def setup_path(self, cfg: RunConfig) -> Path:
         return self.root / "models" / f"{cfg.setup_key()}.pkl"
     def cell_path(self, cfg: RunConfig, method: str, guarantee: str, weights: str) -> Path:

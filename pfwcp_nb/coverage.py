@@ -17,15 +17,16 @@ def aggregation_weights(n_eff) -> np.ndarray:
     n = check_n_eff(n_eff)
     return n / n.sum()
 
-def beta_law_params(beta, n_eff) -> tuple[np.ndarray, np.ndarray]:
-    "Parameters `a = (1-beta)(n_eff+1)`, `b = beta(n_eff+1)` of the Beta law of Proposition 1 (broadcast)."
-    beta, n = np.asarray(beta, dtype=float), np.asarray(n_eff, dtype=float)
-    return (1.0 - beta) * (n + 1.0), beta * (n + 1.0)
-
 # %% auto #0
 __all__ = ['MAX_EXACT_K', 'LATTICE_UNITS', 'MAX_LATTICE_UNITS', 'aggregation_weights', 'beta_law_params', 'SubsetSums',
            'LatticeTail', 'tail_bounds', 'wqb_cdf', 'coverage_bounds', 'feasibility_bounds', 'wqb_sample',
            'coverage_objective', 'largest_feasible_tau']
+
+# %% ../nbs/01_coverage.ipynb #e8d0c3b5
+def beta_law_params(beta, n_eff) -> tuple[np.ndarray, np.ndarray]:
+    "Parameters `a = (1-beta)(n_eff+1)`, `b = beta(n_eff+1)` of the Beta law of Proposition 1 (broadcast)."
+    beta, n = np.asarray(beta, dtype=float), np.asarray(n_eff, dtype=float)
+    return (1.0 - beta) * (n + 1.0), beta * (n + 1.0)
 
 # %% ../nbs/01_coverage.ipynb #33d70644
 def _beta_cdf(u, a, b) -> np.ndarray:
@@ -114,6 +115,7 @@ def _bernstein_dev(v, b, eta: float = _ETA):
     L = np.log(1.0 / eta)
     return b * L / 3.0 + np.sqrt((b * L / 3.0) ** 2 + 2.0 * v * L)
 
+# %% ../nbs/01_coverage.ipynb #f9728047
 class LatticeTail:
     """Certified lower and upper bounds, and an estimate, of `P(sum_k w_k B_k >= level)` (independent `B_k ~ Bernoulli(p_k)`)
     from the exact law of the weights rounded to a lattice of at least `units` per total weight (the one of
@@ -192,6 +194,7 @@ class LatticeTail:
         lo, hi = np.clip(lo - 1e-12, 0.0, 1.0), np.clip(hi + dropped[:, None] + 1e-12, 0.0, 1.0)
         return lo, np.clip(est, lo, hi), hi
 
+# %% ../nbs/01_coverage.ipynb #acbc81de
 def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22):
     """`LatticeTail(weights, levels, units).bounds(p)` in blocks of rows (memory ~ `chunk` floats); rows that Bernstein's
     inequality for S itself already settles at every level (P(S >= min level) <= eta, or P(S < max level) <= eta) skip the recursion."""
@@ -210,6 +213,7 @@ def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22):
         lo[rr], est[rr], hi[rr] = lt.bounds(p[rr])
     return lo, est, hi
 
+# %% ../nbs/01_coverage.ipynb #7a699ad5
 def tail_bounds(weights, # aggregation weights (K,)
                 levels, # levels (T,) in (0, 1]: the event is sum_k w_k B_k >= level * sum(w) (with WQ_TOL)
                 p, # (n, K) probabilities P(B_k = 1), one row per point
@@ -239,17 +243,20 @@ def _check_beta(beta, name="beta") -> np.ndarray:
         raise ValueError(f"`{name}` must lie in [0, 1] (a local quantile level is 1 - beta).")
     return b
 
+# %% ../nbs/01_coverage.ipynb #c7eb7b83
 def _check_tau(tau) -> np.ndarray:
     t = np.atleast_1d(np.asarray(tau, dtype=float))
     if t.ndim != 1 or np.any(~np.isfinite(t)) or np.any(t < 0) or np.any(t >= 1):
         raise ValueError("`tau` must be a scalar or 1-D array with entries in [0, 1).")
     return t
 
+# %% ../nbs/01_coverage.ipynb #dd28e7e0
 def _agg_weights(weights, n_eff) -> np.ndarray:
     "The aggregation weights: `weights` checked and normalised, or by default the paper's `n_eff / sum(n_eff)`."
     return aggregation_weights(n_eff) if weights is None else check_agg_weights(weights, np.size(n_eff))
 
-def wqb_cdf(u, beta, n_eff, tau, *, weights=None, bounds: bool = False, tol: float = 1e-6,
+# %% ../nbs/01_coverage.ipynb #e045b470
+def wqb_cdf(u, beta, n_eff, tau, *, agg_weights=None, bounds: bool = False, tol: float = 1e-6,
             max_units: int = MAX_LATTICE_UNITS):
     """`P(U^(tau) <= u)` for `U^(tau) = Quantile(1-tau; sum_k w_k delta_{U_k})`, `U_k ~ Beta(a_k, b_k)`: exact up to
     MAX_EXACT_K agents, the lattice estimate above (`bounds=True`: the certified (lower, upper) pair instead).
@@ -261,7 +268,7 @@ def wqb_cdf(u, beta, n_eff, tau, *, weights=None, bounds: bool = False, tol: flo
     u = np.atleast_1d(np.asarray(u, dtype=float))
     a_, b_ = beta_law_params(b, n)
     p = _beta_cdf(u[:, None], a_[None, :], b_[None, :])                     # (J, K)
-    lo, v, hi = tail_bounds(_agg_weights(weights, n), 1.0 - t, p, tol=tol, max_units=max_units)   # (J, T)
+    lo, v, hi = tail_bounds(_agg_weights(agg_weights, n), 1.0 - t, p, tol=tol, max_units=max_units)   # (J, T)
     pick = (lambda x: x[:, 0]) if np.ndim(tau) == 0 else (lambda x: x)
     return (pick(lo), pick(hi)) if bounds else pick(v)
 
@@ -283,6 +290,7 @@ def _q_levels(K: int, coarse: bool = False) -> np.ndarray:
     bulk = np.linspace(0.01, 0.99, max(5, int(np.ceil(60 / K))))
     return np.concatenate([_TAIL_LEVELS, bulk, 1.0 - _TAIL_LEVELS[::-1]])
 
+# %% ../nbs/01_coverage.ipynb #914184d9
 def _quadrature_nodes(a, b, coarse: bool = False):
     """Composite Gauss-Legendre nodes per row on [lo, hi], with panel ends at quantiles of every agent's Beta law,
     plus fixed ends u = j/16 (no panel wider than 1/16) graded geometrically towards 0 and 1 (u = 10^-j, 1 - 10^-j),
@@ -311,6 +319,7 @@ def _quadrature_nodes(a, b, coarse: bool = False):
     wts = half[..., None] * _GL_W
     return br[:, 0], nodes.reshape(a.shape[0], -1), wts.reshape(a.shape[0], -1)
 
+# %% ../nbs/01_coverage.ipynb #991427fb
 def _expected_exact(a, b, sums: SubsetSums) -> np.ndarray:
     """E[U^(tau)] = int_0^1 P(U^(tau) > u) du for every row of (a, b) (R, K) and every level of `sums` -> (R, T).
 
@@ -353,11 +362,12 @@ def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int,
         rows, units = rows[(E_hi[rows] - E_lo[rows]).max(1) > tol], units * 4
     return E_lo, E, E_hi
 
+# %% ../nbs/01_coverage.ipynb #d3ff0a1d
 def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per agent
                     n_eff, # (K,) effective sample sizes
                     tau, # (T,) aggregate levels in [0, 1)
                     alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1-alpha) (CCC criterion)
-                    *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
+                    *, agg_weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
                     tol: float = 1e-6, # above MAX_EXACT_K: refine a row's lattice until its width is <= tol ...
                     units: int = LATTICE_UNITS, # ... from this lattice ...
                     max_units: int | None = None, # ... up to this one; None: MAX_LATTICE_UNITS (CCC), `units` (MC)
@@ -372,7 +382,7 @@ def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per age
         raise ValueError(f"`beta` must be (R,) or (R, K={K}), got shape {np.shape(beta)}.")
     t = _check_tau(tau)
     alpha = None if alpha is None else check_unit_open(alpha, "alpha")
-    w = _agg_weights(weights, n)
+    w = _agg_weights(agg_weights, n)
     a_, b_ = beta_law_params(b, n[None, :])
     if K <= MAX_EXACT_K:
         sums = SubsetSums(w, 1.0 - t)
@@ -383,8 +393,10 @@ def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per age
     max_units = MAX_LATTICE_UNITS if max_units is None else max_units
     G_lo, G, G_hi = tail_bounds(w, 1.0 - t, _beta_cdf(1.0 - alpha, a_, b_), tol=tol, units=units, max_units=max_units)
     return 1.0 - G_hi, 1.0 - G, 1.0 - G_lo
+
+# %% ../nbs/01_coverage.ipynb #a048e34c
 def feasibility_bounds(beta, n_eff, tau, alpha, target: float, # as in `coverage_bounds`; feasibility: objective >= target
-                       *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
+                       *, agg_weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
                        tol: float = np.inf, # also refine rows with a possibly feasible cell wider than this
                        max_units: int | None = None, # finest lattice; None: MAX_LATTICE_UNITS (CCC), LATTICE_UNITS (MC)
                       ) -> tuple[np.ndarray, np.ndarray, int]: # lower, upper (R, T), finest lattice used
@@ -395,14 +407,14 @@ def feasibility_bounds(beta, n_eff, tau, alpha, target: float, # as in `coverage
     if max_units is None:
         max_units = LATTICE_UNITS if alpha is None else MAX_LATTICE_UNITS
     units = LATTICE_UNITS
-    lo, _, hi = coverage_bounds(beta, n_eff, tau, alpha, weights=weights, units=units, max_units=units)
+    lo, _, hi = coverage_bounds(beta, n_eff, tau, alpha, agg_weights=agg_weights, units=units, max_units=units)
     beta = np.asarray(beta, dtype=float)
     while units < max_units:
         rows = np.flatnonzero(((hi >= target) & ((lo < target) | (hi - lo > tol))).any(1))
         if not rows.size:
             break
         units *= 4
-        lo[rows], _, hi[rows] = coverage_bounds(beta[rows], n_eff, tau, alpha, weights=weights, units=units, max_units=units)
+        lo[rows], _, hi[rows] = coverage_bounds(beta[rows], n_eff, tau, alpha, agg_weights=agg_weights, units=units, max_units=units)
     return lo, hi, units
 
 # %% ../nbs/01_coverage.ipynb #bc987276
@@ -412,6 +424,7 @@ def _sample_beta(rng, a, b, size) -> np.ndarray:
     U = rng.beta(safe_a, safe_b, size=size)
     return np.where(a <= 0, 0.0, np.where(b <= 0, 1.0, U))
 
+# %% ../nbs/01_coverage.ipynb #31e2f8e0
 def _wq_rows(U, w, levels) -> np.ndarray:
     "Weighted quantile over the last axis of U (..., K) with weights w (K,) at `levels` (T,) -> (..., T)."
     order = np.argsort(U, axis=-1)
@@ -421,7 +434,8 @@ def _wq_rows(U, w, levels) -> np.ndarray:
     idx = (cum[..., None, :] < thr[:, None]).sum(-1)                               # (..., T) first index reaching
     return np.take_along_axis(Us, np.minimum(idx, U.shape[-1] - 1), axis=-1)
 
-def wqb_sample(beta, n_eff, tau, n_rep: int, *, weights=None, rng=None) -> np.ndarray:
+# %% ../nbs/01_coverage.ipynb #f7ea7037
+def wqb_sample(beta, n_eff, tau, n_rep: int, *, agg_weights=None, rng=None) -> np.ndarray:
     "Monte Carlo draws of `U^(tau)` as in Procedure 1 (one set of `n_rep` Beta vectors shared by all `tau`) -> (n_rep, T)."
     n = check_n_eff(n_eff)
     b = np.broadcast_to(_check_beta(beta), n.shape)
@@ -429,17 +443,17 @@ def wqb_sample(beta, n_eff, tau, n_rep: int, *, weights=None, rng=None) -> np.nd
     rng = np.random.default_rng(rng)
     a_, b_ = beta_law_params(b, n)
     U = _sample_beta(rng, a_, b_, (check_pos_int(n_rep, "n_rep"), n.size))
-    return _wq_rows(U, _agg_weights(weights, n), 1.0 - t)
+    return _wq_rows(U, _agg_weights(agg_weights, n), 1.0 - t)
 
 # %% ../nbs/01_coverage.ipynb #98f4ada1
 def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per agent
                        n_eff, # (K,) effective sample sizes
                        tau, # (T,) aggregate levels in [0, 1)
                        alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1-alpha) (CCC criterion)
-                       *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
-                       engine: str = "exact", # "exact" (above MAX_EXACT_K agents: the lattice estimate) or "mc" (the paper's Monte Carlo)
-                       n_rep: int = 2000, # Monte Carlo repetitions per (beta, tau) cell for engine="mc"
-                       rng=None, # seed or numpy Generator for engine="mc"
+                       *, agg_weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
+                       engine: str = "exact", # "exact" (above MAX_EXACT_K agents: the lattice estimate) or "monte-carlo" (the paper's Monte Carlo)
+                       n_rep: int = 2000, # Monte Carlo repetitions per (beta, tau) cell for engine="monte-carlo"
+                       rng=None, # seed or numpy Generator for engine="monte-carlo"
                       ) -> np.ndarray: # (R, T)
     "Procedure 1's objective on a grid: `E[U_beta^(tau)]` or `P(U_beta^(tau) >= 1 - alpha)`, exact (lattice above MAX_EXACT_K) or Monte Carlo."
     n = check_n_eff(n_eff)
@@ -454,10 +468,10 @@ def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per 
     t = _check_tau(tau)
     alpha = None if alpha is None else check_unit_open(alpha, "alpha")
     engine, n_rep = check_engine(engine, n_rep, "mc" if alpha is None else "ccc")
-    w = _agg_weights(weights, n)
+    w = _agg_weights(agg_weights, n)
     a_, b_ = beta_law_params(b, n[None, :])
     if engine == "exact" and K > MAX_EXACT_K:                                # certified lattice; its estimate
-        return coverage_bounds(b, n, t, alpha, weights=w)[1]
+        return coverage_bounds(b, n, t, alpha, agg_weights=w)[1]
     if engine == "exact":
         sums = SubsetSums(w, 1.0 - t)
         if alpha is None:
@@ -491,6 +505,7 @@ def _bisect_rows(objective, nr: int, T: int, target: float):
         hi_i = np.where(act & ~good, mid, hi_i)
     return lo_i, lo_v, v0
 
+# %% ../nbs/01_coverage.ipynb #b7dc12c0
 def _expected_rows(a_, b_, sums: SubsetSums, coarse: bool):
     "E[U] of every row at one level index per row, as a function (tables built once)."
     nr = a_.shape[0]
@@ -518,6 +533,7 @@ def _series_powers(z, nt: int) -> np.ndarray:
         np.multiply(V[k - 1], z if k < 4 else zf, out=V[k])
     return V.transpose(1, 0, 2)
 
+# %% ../nbs/01_coverage.ipynb #d8e3ae46
 def _series_coef(s, c, nt: int) -> np.ndarray:
     "d_0 .. d_{nt-1} of 2F1(s, 1; c + 1; z) = sum_n d_n z^n, d_0 = 1, d_{n+1} = d_n (s + n) / (c + 1 + n): (R, K) -> (R, K, nt)."
     n = np.arange(nt - 1, dtype=float)
@@ -525,6 +541,7 @@ def _series_coef(s, c, nt: int) -> np.ndarray:
     np.cumprod((s[..., None] + n) / (c[..., None] + 1.0 + n), axis=-1, out=d[..., 1:])
     return d
 
+# %% ../nbs/01_coverage.ipynb #fe47b212
 def _series_consts(a, b, lB, d1, d2, nt: int):
     "Ratio bounds c1, c2 of the terms beyond nt and log(d_nt / (a B(a, b))) of the direct and flipped series."
     S = a + b
@@ -534,6 +551,7 @@ def _series_consts(a, b, lB, d1, d2, nt: int):
     k2 = np.log(d2[..., -1] * (S + nt - 1) / (b + nt)) - lB - np.log(b)
     return c1, c2, k1, k2
 
+# %% ../nbs/01_coverage.ipynb #6da59110
 def _series_log_bounds(z, a, b, consts, nt: int):
     "log of the truncation errors d_nt z^nt pre(z) / (1 - ratio bound) of the direct and flipped series at z."
     c1, c2, k1, k2 = consts
@@ -543,6 +561,7 @@ def _series_log_bounds(z, a, b, consts, nt: int):
         e2 = a * lz + (b + nt) * ly + k2 - np.log1p(-c2 * (1.0 - z))
     return np.where(c1 * z < 1, e1, np.inf), np.where(c2 * (1.0 - z) < 1, e2, np.inf)
 
+# %% ../nbs/01_coverage.ipynb #947ab8f8
 def _series_switch(a, b, consts, nt: int, iters: int = 8):
     """Per (row, agent): the node x_sw up to which the direct series is used (the flipped one above), and a bound on
     the truncation error at every node. The direct bound is increasing on [0, hi], the flipped one decreasing on
@@ -616,6 +635,7 @@ def _subset_probs_t(p) -> np.ndarray:
         m *= 2
     return out
 
+# %% ../nbs/01_coverage.ipynb #009ecdac
 def _objective_table(lo, x, wq, a_, b_, sums: SubsetSums):
     """E[U] of every row at every level of `sums` on the quadrature (lo, x, wq) of `_quadrature_nodes`, non-empty
     panels first -> (R, T), and a bound (R,) on its distance to the value `_expected_rows` computes (each CDF moves G
@@ -635,6 +655,7 @@ def _objective_table(lo, x, wq, a_, b_, sums: SubsetSums):
     np.add.at(eps, fr, (wq[fr] * ferr).sum(1))
     return lo[:, None] + W[:, None] - GW, eps
 
+# %% ../nbs/01_coverage.ipynb #4de468d5
 def _objective_rows(a_, b_, sums: SubsetSums, coarse: bool, chunk_rows: int):
     "`_objective_table` for any number of rows: nodes in blocks, then rows grouped by their count of non-empty panels."
     nodes = [_quadrature_nodes(a_[r0:r0 + chunk_rows], b_[r0:r0 + chunk_rows], coarse)
@@ -661,6 +682,7 @@ def _certified_index(Q, eps, target: float):
     cert = np.where(feas, (qi - eps >= target) & ((i + 1 >= T) | (qn + eps < target)), Q[:, 0] + eps < target)
     return i, feas, cert, qi, qn
 
+# %% ../nbs/01_coverage.ipynb #aeadd285
 def _fast_search(b, n, t, target, sums, chunk_rows, margin):
     "The reference search's answer for every row it can certify; `todo` marks the rows left to the reference."
     R, T = b.shape[0], t.size
@@ -721,7 +743,7 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
                          tau, # (T,) increasing aggregate levels in [0, 1)
                          target: float, # feasibility: objective >= target (pass 1 - alpha or 1 - delta minus a slack)
                          alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1 - alpha) (CCC)
-                         *, weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
+                         *, agg_weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
                          chunk_rows: int = 64, # rows per block (memory: ~ rows x 400 nodes x 2^(K/2) floats)
                          margin: float | None = 2e-4, # MC criterion: coarse search, rows within `margin` re-searched
                                                       # with the default nodes; None: default nodes for every row
@@ -750,12 +772,12 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
     alpha = None if alpha is None else check_unit_open(alpha, "alpha")
     margin = None if margin is None else check_unit_open(margin, "margin")
     if K > MAX_EXACT_K:                                     # certified lattice bounds, decided on the lower bound
-        lo, _, _ = feasibility_bounds(b, n, t, alpha, target, weights=weights, max_units=max_units)
+        lo, _, _ = feasibility_bounds(b, n, t, alpha, target, agg_weights=agg_weights, max_units=max_units)
         feas = lo >= target
         ok = feas.any(1)
         idx = np.where(ok, t.size - 1 - np.argmax(feas[:, ::-1], axis=1), 0)
         return idx, lo[np.arange(b.shape[0]), idx], ok
-    sums = SubsetSums(_agg_weights(weights, n), 1.0 - t)
+    sums = SubsetSums(_agg_weights(agg_weights, n), 1.0 - t)
     if alpha is not None:                                   # CCC: one CDF per agent, already cheap
         return _reference_search(b, n, t, target, alpha, sums, chunk_rows, margin)
     fast = np.flatnonzero((b > 0).all(1) & (b < 1).all(1) & (K <= _FAST_MAX_K))   # point masses (beta = 0, 1): reference

@@ -61,6 +61,7 @@ class DatasetSpec:
 
 DATASET_SPECS: dict[str, DatasetSpec] = {}
 
+# %% ../nbs/04_data.ipynb #42927eac
 def register_dataset(spec: DatasetSpec) -> DatasetSpec:
     "Add `spec` to `DATASET_SPECS`; ValueError if the name is taken."
     if not isinstance(spec, DatasetSpec):
@@ -90,10 +91,12 @@ def _read_airfoil(paths):
 
 BIKE_COVARIATES = ("hr", "holiday", "weekday", "workingday", "weathersit", "temp", "atemp", "hum", "windspeed")
 
+# %% ../nbs/04_data.ipynb #db3d4d36
 def _read_bike(paths):
     df = pd.read_csv(paths[0])
     return df[list(BIKE_COVARIATES)].to_numpy(dtype=float), df["cnt"].to_numpy(dtype=float), list(BIKE_COVARIATES)
 
+# %% ../nbs/04_data.ipynb #3916adfe
 def _read_concrete(paths):
     sheet = xlrd.open_workbook(str(paths[0])).sheet_by_name("Sheet1")   # xlrd directly: pandas' xlrd engine is deprecated
     raw = np.array([sheet.row_values(r) for r in range(1, sheet.nrows)], dtype=float)   # row 0 is the header
@@ -103,6 +106,7 @@ def _read_concrete(paths):
              "fine_aggregate", "age"]
     return raw[:, :8], raw[:, 8], names
 
+# %% ../nbs/04_data.ipynb #99185e06
 def _read_protein(paths):
     df = pd.read_csv(paths[0])
     names = [f"F{i}" for i in range(1, 10)]
@@ -130,6 +134,7 @@ def decorrelate(X: np.ndarray, d_keep: int) -> np.ndarray:
         keep.pop(drop)
     return np.array(keep)
 
+# %% ../nbs/04_data.ipynb #cc4ffe83
 def crime_column_names(names_file: str | os.PathLike) -> list[str]:
     "The 128 column names of `communities.data`: the `@attribute NAME type` lines of the UCI file `communities.names`."
     names = re.findall(r"^@attribute\s+(\S+)\s", Path(names_file).read_text(encoding="ascii"), flags=re.MULTILINE)
@@ -137,6 +142,7 @@ def crime_column_names(names_file: str | os.PathLike) -> list[str]:
         raise ValueError(f"{names_file}: expected 128 '@attribute' lines (the UCI communities.names), got {len(names)}.")
     return names
 
+# %% ../nbs/04_data.ipynb #426fed4f
 def _read_crime(paths):
     names = crime_column_names(paths[1])
     df = pd.read_csv(paths[0], header=None, names=names, na_values="?")
@@ -206,6 +212,7 @@ SYNTHETIC_COVARIATES: tuple[str, ...] = tuple(f"x{l + 1}" for l in range(SYNTHET
 def _gaussian_response(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return X.sum(axis=1)
 
+# %% ../nbs/04_data.ipynb #3f26ebb6
 def _poisson_response(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     s = X.sum(axis=1)
     n = len(s)
@@ -213,6 +220,7 @@ def _poisson_response(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return (rng.poisson(lam) + 0.03 * s * rng.standard_normal(n)
             + (rng.random(n) < 0.01) * rng.normal(0.0, np.sqrt(5.0), n))
 
+# %% ../nbs/04_data.ipynb #585a8085
 def _synthetic_sample(response: Callable, mean: np.ndarray, n: int, rng: np.random.Generator):
     X = mean + rng.standard_normal((n, len(mean)))
     return X, response(X, rng)
@@ -277,6 +285,7 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
         data_dir = os.environ.get("PFWCP_DATA_DIR") or "data"
     return Path(data_dir).expanduser().resolve()
 
+# %% ../nbs/04_data.ipynb #cb0ce79a
 def data_path(name: str, data_dir: str | os.PathLike | None = None) -> list[Path]:
     "Paths of the files dataset `name` reads; FileNotFoundError (naming dataset, file and source) if one is missing."
     spec = DATASET_SPECS[_check_name(name)]
@@ -290,6 +299,7 @@ def data_path(name: str, data_dir: str | os.PathLike | None = None) -> list[Path
                 f"then pass data_dir=... or set the environment variable PFWCP_DATA_DIR to the folder that holds it.")
     return paths
 
+# %% ../nbs/04_data.ipynb #ef4b9e92
 def _check_name(name) -> str:
     if not isinstance(name, str) or name.lower() not in DATASET_SPECS:
         raise ValueError(f"`name` must be one of {tuple(DATASET_SPECS)}, got {name!r}.")
@@ -315,10 +325,12 @@ def _load_cached(name: str, paths: tuple[str, ...], mtimes: tuple[float, ...]):
         a.setflags(write=False)             # shared by every Federation; load_dataset returns copies
     return X, y, names
 
+# %% ../nbs/04_data.ipynb #64558474
 def _real(name: str, data_dir=None):
     paths = data_path(name, data_dir)
     return _load_cached(name, tuple(str(p) for p in paths), tuple(p.stat().st_mtime for p in paths))
 
+# %% ../nbs/04_data.ipynb #2ce4279f
 def load_dataset(name: str, # a registered dataset (`DATASETS`), e.g. "gaussian", "crime", "cifar10c"
                  data_dir: str | os.PathLike | None = None, # folder of the data files; None: $PFWCP_DATA_DIR, else ./data
                  *,
@@ -341,6 +353,7 @@ def load_dataset(name: str, # a registered dataset (`DATASETS`), e.g. "gaussian"
         return X.reshape(len(X), -1).astype(np.float32) / np.float32(255.0), y.copy()
     return X.copy(), y.copy()
 
+# %% ../nbs/04_data.ipynb #ed01a43f
 def covariate_names(name: str, data_dir: str | os.PathLike | None = None) -> list[str]:
     "Names of the columns of `load_dataset(name)[0]` (cifar10c: pixel names `p{row}_{col}_{channel}`)."
     spec = DATASET_SPECS[_check_name(name)]
@@ -359,6 +372,7 @@ def _check_heterogeneity(h) -> str:
         raise ValueError(f"`heterogeneity` must be one of {HETEROGENEITY}, got {h!r}.")
     return h.lower()
 
+# %% ../nbs/04_data.ipynb #49f3740b
 def shift_parameters(kind: str, heterogeneity: str, K: int, d: int, rng) -> np.ndarray:
     """The (K, d) shift parameters of S3: Gaussian means gamma_k (`kind="gaussian"`), tilting vectors zeta^k
     (`kind="tilting"`), or (K, S) normalised severity probabilities eta^k (`kind="cifar"`, `d` ignored).
@@ -442,6 +456,7 @@ def _tilting_cdf(X: np.ndarray, zetas: np.ndarray) -> np.ndarray:
     p /= p.sum(axis=0, keepdims=True)
     return np.cumsum(p.T, axis=1)
 
+# %% ../nbs/04_data.ipynb #21a6785e
 def _read_only(a: np.ndarray) -> np.ndarray:
     "A view of `a` that cannot be written to."
     v = a.view()
@@ -562,6 +577,7 @@ class FederatedSplit:
     cal_info: list = field(default_factory=list)
     test_info: dict = field(default_factory=dict)
 
+# %% ../nbs/04_data.ipynb #c13b901f
 def _per_agent(v, K: int, what: str) -> list[int]:
     if np.ndim(v) == 0:
         return [check_pos_int(v, what)] * K
@@ -570,6 +586,7 @@ def _per_agent(v, K: int, what: str) -> list[int]:
         raise ValueError(f"`{what}` must be an int or one value per agent (K={K}), got {len(v)} values.")
     return [check_pos_int(x, what) for x in v]
 
+# %% ../nbs/04_data.ipynb #bae35ba9
 def draw_split(fed: Federation, *, n_train=50, n_cal=100, n_test: int = 500, rng=None) -> FederatedSplit:
     """Draw training (`n_train`) and calibration (`n_cal`) points for every agent and `n_test` test points of
     the test agent (agent 0). `rng`: a Generator or a seed (None: fresh entropy, not reproducible)."""

@@ -60,6 +60,7 @@ def format_table(res: pd.DataFrame, alpha: float = 0.1) -> str:
                      f"{100*r.CMC:>8.2f} {r.Eff:>8.4f} {100*r.inf_frac:>6.1f}")
     return "\n".join(lines)
 
+# %% ../nbs/09_demo.ipynb #c2348620
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pfwcp-demo", description=
         "PFWCP vs local CP and FCP-QQ on the synthetic Gaussian covariate shift (K=11, oracle weights, n_k=100).")
@@ -76,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="hide the progress bar (it is shown only when stderr is a terminal anyway)")
     return p
 
+# %% ../nbs/09_demo.ipynb #1dd7efe3
 def main(argv=None) -> None:
     "Entry point of `pfwcp-demo`: print the table; returns None, i.e. exit status 0 (bad arguments: 2)."
     a = _parser().parse_args(argv)

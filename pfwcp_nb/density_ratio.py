@@ -65,14 +65,17 @@ class DensityRatio:
 
     def __repr__(self): return f"DensityRatio({self.name})"
 
+# %% ../nbs/06_density_ratio.ipynb #c97ec84b
 def _zero_log(X, info): return np.zeros(len(X))
 
+# %% ../nbs/06_density_ratio.ipynb #9bfd7637
 def _one(d: int | None = None) -> DensityRatio:
     return DensityRatio(_zero_log, "agent 1: ω ≡ 1", d)
 
 # %% ../nbs/06_density_ratio.ipynb #6cc2191c
 def _linear_log(X, info, *, delta, c): return X @ delta - c
 
+# %% ../nbs/06_density_ratio.ipynb #c5e3f315
 def _cifar_log(X, info, *, lr):
     if info is None or "severity" not in info:
         raise ValueError("the CIFAR oracle needs the latent severities: call ratio(X, info) with "
@@ -81,6 +84,7 @@ def _cifar_log(X, info, *, lr):
     if len(s) != len(X): raise ValueError(f"info['severity'] has {len(s)} entries for {len(X)} points")
     return lr[s]
 
+# %% ../nbs/06_density_ratio.ipynb #c6704dd4
 def gaussian_oracle_ratio(
     mean_test: np.ndarray,    # mean μ_1 of the test agent (d,)
     mean_k: np.ndarray,       # mean μ_k of agent k (d,)
@@ -91,6 +95,7 @@ def gaussian_oracle_ratio(
     delta, c = m1 - mk, 0.5 * (m1 @ m1 - mk @ mk)
     return DensityRatio(partial(_linear_log, delta=delta, c=c), "Gaussian oracle", len(m1))
 
+# %% ../nbs/06_density_ratio.ipynb #f9fde75f
 def tilting_oracle_ratio(
     zeta_test: np.ndarray,    # tilting vector ζ^1 of the test agent (d,)
     zeta_k: np.ndarray,       # tilting vector ζ^k of agent k (d,)
@@ -103,6 +108,7 @@ def tilting_oracle_ratio(
     c = float(np.broadcast_to(np.asarray(center, dtype=float), delta.shape) @ delta)
     return DensityRatio(partial(_linear_log, delta=delta, c=c), "tilting oracle", len(z1))
 
+# %% ../nbs/06_density_ratio.ipynb #b18ae154
 def cifar_oracle_ratio(
     eta_test: np.ndarray,     # severity probabilities η^1 of the test agent (S,)
     eta_k: np.ndarray,        # severity probabilities η^k of agent k (S,)
@@ -113,6 +119,7 @@ def cifar_oracle_ratio(
         raise ValueError("eta_test and eta_k must be positive probability vectors of the same length")
     return DensityRatio(partial(_cifar_log, lr=np.log(e1) - np.log(ek)), "CIFAR severity oracle")
 
+# %% ../nbs/06_density_ratio.ipynb #7a0229cf
 def oracle_density_ratios(federation) -> list[DensityRatio]:
     "True ratios dP^1/dP^k of a simulated `data.Federation`, from its `.shift` dict (gaussian `means`, tilting `zetas`, cifar `etas`)."
     shift = federation.shift
@@ -162,6 +169,7 @@ def _ratio_arch(dataset: str | None) -> str:
         raise ValueError(f"dataset={dataset!r}: use one of {sorted(DATASET_ARCH)} or {sorted(RATIO_ARCHS)}")
     return DATASET_ARCH[name]
 
+# %% ../nbs/06_density_ratio.ipynb #fddc723e
 def ratio_settings(dataset: str) -> dict:
     "`hidden` and `pca` of the density-ratio classifiers for a dataset name of `pfwcp_nb.data` (or 'synthetic'/'real'/'cifar')."
     return dict(RATIO_ARCHS[_ratio_arch(str(dataset))])
@@ -177,6 +185,7 @@ def image_statistics(X: np.ndarray) -> np.ndarray:
     q = np.quantile(V, [0.01, 0.1, 0.5, 0.9], axis=1).T
     return np.column_stack([V.mean(1), V.std(1), V.min(1), q, (V >= 254 / 255).mean(1), P.mean(1)])
 
+# %% ../nbs/06_density_ratio.ipynb #7c2640f5
 @dataclass
 class RatioFeatures:
     "Inputs of the ratio classifiers: x or its PCA components (unless `stats_only`), then (optionally) the standardised `image_statistics`."
@@ -191,6 +200,7 @@ class RatioFeatures:
         if self.stats_only: return S
         return np.column_stack([self.proj.transform(X) if self.proj is not None else X, S])
 
+# %% ../nbs/06_density_ratio.ipynb #55203f65
 def fit_ratio_features(
     Xs: list[np.ndarray],                  # the agents' training covariates
     pca: float | PCAProjection | None,     # PCA variance ratio (fitted from per-agent moments), a fitted projection, or None
@@ -213,22 +223,27 @@ def _net_logits(net: torch.nn.Module, feat: RatioFeatures | PCAProjection | None
     with torch.no_grad():
         return net(torch.as_tensor(Z, dtype=torch.float32)).double().numpy()
 
+# %% ../nbs/06_density_ratio.ipynb #d15fdeaa
 def _scaled(z: np.ndarray, T: float) -> np.ndarray:
     return z if T == 1.0 else z / T          # temperature scaling of the logits (T = 1: untouched)
 
+# %% ../nbs/06_density_ratio.ipynb #b1cd4379
 def _pairwise_log(X, info, *, net, proj, L, T=1.0):
     return np.clip(_scaled(_net_logits(net, proj, X)[:, 0], T), -L, L)
 
+# %% ../nbs/06_density_ratio.ipynb #5ea071af
 def _ovr_log(X, info, *, net1, netk, proj, L, T=1.0):
     return (np.clip(_scaled(_net_logits(net1, proj, X)[:, 0], T), -L, L)
             - np.clip(_scaled(_net_logits(netk, proj, X)[:, 0], T), -L, L))
 
+# %% ../nbs/06_density_ratio.ipynb #9298d702
 def _multiclass_log(X, info, *, net, k, proj, eps, T=1.0):
     z = _scaled(_net_logits(net, proj, X), T)
     ls = z - np.logaddexp.reduce(z, axis=1, keepdims=True)          # log-softmax
     ls = np.clip(ls, np.log(eps), np.log1p(-eps))                    # rho clipped to [eps, 1 - eps]
     return ls[:, 0] - ls[:, k]
 
+# %% ../nbs/06_density_ratio.ipynb #a2d982b3
 def _ratio_functions(method: str, nets: list, feat: RatioFeatures, K: int, d_raw: int, L: float, eps: float,
                      T: float) -> list[DensityRatio]:
     "The K weight functions (agent 1's ≡ 1) of `method` from its trained networks, logits scaled by 1/T and clipped."
@@ -281,6 +296,7 @@ class AgentHoldout:
         z, y = np.concatenate(self._z) / temperature, np.concatenate(self._y).astype(int)
         return float(np.sum(np.logaddexp.reduce(z, axis=1) - z[np.arange(len(y)), y])), int(len(y))
 
+# %% ../nbs/06_density_ratio.ipynb #bd97d569
 def _pooled(reports) -> float:
     "Server: pooled mean loss from per-agent (loss sum, count) pairs, the only thing agents send."
     reports = list(reports)
@@ -290,11 +306,13 @@ def _pooled(reports) -> float:
     if n <= 0: raise ValueError("reports: no held-out examples in total")
     return sum(float(l) for l, _ in reports) / n
 
+# %% ../nbs/06_density_ratio.ipynb #ac894b4a
 def select_by_validation(candidate_reports: Sequence[Sequence[tuple[float, int]]]) -> int:
     "Server: index of the candidate with the smallest pooled validation loss; `candidate_reports[c]` = every agent's (loss sum, count)."
     losses = [_pooled(r) for r in candidate_reports]
     return int(np.argmin(losses))
 
+# %% ../nbs/06_density_ratio.ipynb #713d9a0f
 def federated_temperature(
     reports: Callable[[float], Sequence[tuple[float, int]]],   # T -> every agent's (loss sum, count) at temperature T
     bounds: tuple[float, float] = (0.05, 20.0),                 # search interval of T
@@ -408,6 +426,7 @@ def _fwcp_log(X, info, *, clf, col, proj, eps, T=1.0, pooled=False):
     z = z if T == 1.0 else np.clip(z / T, -_logit_bound(eps), _logit_bound(eps))
     return -np.logaddexp(0.0, -z) if pooled else z      # pooled: log g (calibrated probability), else log g/(1-g)
 
+# %% ../nbs/06_density_ratio.ipynb #deaf4ec7
 def _fit_mlp(Z, y, *, alpha, seed, hidden, epochs, batch_size, lr) -> tuple[MLPClassifier, int]:
     clf = MLPClassifier(hidden_layer_sizes=(hidden,), activation="relu", solver="adam", alpha=alpha,
                         batch_size=min(batch_size, len(Z)), learning_rate_init=lr, max_iter=epochs, random_state=seed)
@@ -494,6 +513,7 @@ class RatioCandidate:
 RATIO_FEATURES: tuple[str, ...] = ("paper", "std", "stats")
 RATIO_MODELS: tuple[str, ...] = ("paper", "select")   # the paper's fixed classifiers, or chosen by federated held-out log-loss
 
+# %% ../nbs/06_density_ratio.ipynb #71dd16b5
 def ratio_candidates(dataset: str | None = None) -> list[RatioCandidate]:
     """The stated candidate grid (the same rule for every dataset): the paper's classifier; linear logistic regression on
     standardised features at L2 1e-4, 1e-2, 1e-1; the paper's MLP on standardised features at L2 1e-4, 1e-2, 1e-1 and
@@ -518,6 +538,7 @@ class StandardizedFeatures:
     def transform(self, X: np.ndarray) -> np.ndarray:
         return (self.inner.transform(X) - self.mean) / self.sd
 
+# %% ../nbs/06_density_ratio.ipynb #65db5520
 def _standardized(inner: RatioFeatures, Xs: list[np.ndarray]) -> StandardizedFeatures:
     F = [inner.transform(X) for X in Xs]
     n = sum(len(f) for f in F)
@@ -525,6 +546,7 @@ def _standardized(inner: RatioFeatures, Xs: list[np.ndarray]) -> StandardizedFea
     sd = np.sqrt(np.maximum(sum((f ** 2).sum(0) for f in F) / n - mu ** 2, 0.0))
     return StandardizedFeatures(inner, mu, np.where(sd > 0, sd, 1.0))
 
+# %% ../nbs/06_density_ratio.ipynb #66ef1d69
 def _candidate_features(Xs: list[np.ndarray], arch: str) -> dict:
     "The feature maps the candidates use, fitted once from the agents' training covariates (label-free sums only)."
     paper = fit_ratio_features(Xs, RATIO_ARCHS[arch]["pca"], False)
@@ -550,6 +572,7 @@ def _fit_candidates(F_of: dict, cands: Sequence[RatioCandidate], data_of: Callab
             out[c] = nets[j * len(tasks):(j + 1) * len(tasks)]
     return out
 
+# %% ../nbs/06_density_ratio.ipynb #aca11abf
 def _candidate_reports(F_of: dict, cands: Sequence[RatioCandidate], folds: int, seed: int, **kw) -> list[list[AgentHoldout]]:
     "Federated cross-fitting: each agent splits its own points into `folds`; per candidate, every agent's held-out logits."
     n = [len(F) for F in F_of["paper"]]

@@ -26,15 +26,18 @@ __all__ = ['LOSSES', 'make_mlp', 'check_device', 'fedavg_many', 'fedavg', 'train
 def _mse(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return ((out.reshape(out.shape[0], -1) - y.reshape(y.shape[0], -1)) ** 2).mean(-1)
 
+# %% ../nbs/05_federated.ipynb #84938420
 def _bce(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     o, t = out.reshape(out.shape[0], -1), y.reshape(y.shape[0], -1)
     return F.binary_cross_entropy_with_logits(o, t, reduction="none").mean(-1)
 
+# %% ../nbs/05_federated.ipynb #9c4053a5
 def _ce(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(out, y, reduction="none")
 
 LOSSES: dict[str, Callable] = {"mse": _mse, "bce": _bce, "ce": _ce}
 
+# %% ../nbs/05_federated.ipynb #29dc59c2
 def _get_loss(loss) -> tuple[Callable, str]:
     if callable(loss): return loss, "custom"          # targets as float32, checked only to be finite
     if loss not in LOSSES:
@@ -155,6 +158,7 @@ class _Stack:
     "Clients of all federations padded to a common size: replica r is one client of federation grp[r]."
     X: torch.Tensor; y: torch.Tensor; w: torch.Tensor; n: torch.Tensor; grp: torch.Tensor; G: int
 
+# %% ../nbs/05_federated.ipynb #15c2ee11
 def _stack_clients(federations, loss_name) -> _Stack:
     if not isinstance(federations, (list, tuple)) or len(federations) == 0:
         raise ValueError("federations: need a non-empty list of federations (each a list of clients (X, y))")
@@ -183,12 +187,14 @@ def _stack_clients(federations, loss_name) -> _Stack:
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
+# %% ../nbs/05_federated.ipynb #af9b7ffd
 def _float_dtype(dtype: str) -> torch.dtype:
     "The torch dtype of `fedavg_many`'s `dtype`; ValueError naming the choices otherwise."
     if dtype not in _DTYPES:
         raise ValueError(f"dtype={dtype!r}: use 'float32' (default) or 'float64'")
     return _DTYPES[dtype]
 
+# %% ../nbs/05_federated.ipynb #683611a7
 def _as_dtype(S: _Stack, dt: torch.dtype) -> _Stack:
     "The stack with its covariates, float targets and weights in `dt` (class labels stay integers)."
     if dt == torch.float32:
@@ -216,6 +222,7 @@ def _init_modules(model, G: int, gen: torch.Generator) -> list[nn.Module]:
                          "FedAvg engine; use a buffer-free normalisation such as LayerNorm")
     return mods
 
+# %% ../nbs/05_federated.ipynb #a59fb152
 def _rounds(rounds, epochs, local_epochs) -> int:
     if local_epochs < 1 or int(local_epochs) != local_epochs:
         raise ValueError(f"local_epochs={local_epochs}: must be an integer >= 1")
@@ -250,6 +257,7 @@ def check_device(device) -> torch.device:
         raise ValueError(f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return dev
 
+# %% ../nbs/05_federated.ipynb #ea73105d
 def _weight_decays(weight_decay, G: int):
     "A float, or a float32 tensor (G,) of one weight decay per federation."
     wd = np.asarray(weight_decay, dtype=np.float64)
@@ -268,6 +276,7 @@ class _Replicas:
     X: torch.Tensor; y: torch.Tensor; w: torch.Tensor; n: torch.Tensor; grp: torch.Tensor; G: int
     first: list[int]; dev: torch.device
 
+# %% ../nbs/05_federated.ipynb #49915549
 def _replicas(mods: list[nn.Module], S: _Stack, loss_fn: Callable, dev: torch.device) -> _Replicas:
     "Replica r starts from `mods[S.grp[r]]`; dropout draws independent masks per replica."
     pstack, bstack = stack_module_state([mods[g] for g in S.grp.tolist()])
@@ -284,6 +293,7 @@ def _replicas(mods: list[nn.Module], S: _Stack, loss_fn: Callable, dev: torch.de
                      vmap(f_eval, in_dims=(0, 0, 0)), vmap(loss_fn), S.X.to(dev), S.y.to(dev), S.w.to(dev),
                      S.n.to(dev), S.grp.to(dev), S.G, first, dev)
 
+# %% ../nbs/05_federated.ipynb #bd23b914
 def _global_loss(R: _Replicas) -> np.ndarray:
     "Per federation: the n_k-weighted training loss of its global model (evaluation mode; the replicas hold it after a round)."
     with torch.no_grad():
@@ -325,6 +335,7 @@ def _local_epoch(R: _Replicas, opt, order: torch.Tensor, batch_size: int, wd_r: 
             grads = [g + wd_r.view((-1,) + (1,) * (p.dim() - 1)) * p for g, p in zip(grads, R.params)]
         opt.step(grads, active)
 
+# %% ../nbs/05_federated.ipynb #26396f10
 def _server_step(R: _Replicas, server):
     "n_k-weighted average of the replicas within each federation (FedAdam: a server Adam step towards it), broadcast back."
     with torch.no_grad():
@@ -412,6 +423,7 @@ def fedavg(
     mods, hist = fedavg_many(model, [client_data], **kwargs)
     return mods[0], hist.drop(columns="federation")
 
+# %% ../nbs/05_federated.ipynb #36133eee
 def train_centralised(
     model: nn.Module | Callable[[], nn.Module],
     X: np.ndarray, y: np.ndarray,                # pooled data
@@ -436,12 +448,14 @@ class EngineStream:
         "The next local epoch's (R, N) shuffle; row r begins with the n[r] valid indices of replica r."
         return _epoch_order(self.gen, self.n, self.N)
 
+# %% ../nbs/05_federated.ipynb #daef4cad
 def fedavg_rounds(epochs: int, # total local epochs per client
                   local_epochs: int = 1, # E: local epochs per round
                  ) -> int:
     "Communication rounds of `fedavg_many(epochs=..., local_epochs=...)`; ValueError unless `epochs` is a positive multiple of E."
     return _rounds(None, epochs, local_epochs)
 
+# %% ../nbs/05_federated.ipynb #8a5e2450
 def _opt_state(opt) -> dict:
     "A client optimiser's state as named arrays (what `local_round` returns)."
     if isinstance(opt, _TorchAdam):
@@ -452,6 +466,7 @@ def _opt_state(opt) -> dict:
                 **{f"v{i}": v.numpy() for i, v in enumerate(opt.v)}}
     return {}
 
+# %% ../nbs/05_federated.ipynb #bb2bbb52
 def _load_opt_state(opt, st: dict):
     if isinstance(opt, _TorchAdam):
         sd = opt.opt.state_dict()
@@ -464,6 +479,7 @@ def _load_opt_state(opt, st: dict):
         opt.m = [torch.as_tensor(st[f"m{i}"].copy()) for i in range(len(opt.m))]
         opt.v = [torch.as_tensor(st[f"v{i}"].copy()) for i in range(len(opt.v))]
 
+# %% ../nbs/05_federated.ipynb #847d1436
 def local_round(model, # module factory of the task's network
                 clients: list, # this agent's replicas: one (X, y) each
                 start: list, # per replica {parameter name: array}: the global parameters it starts from

@@ -46,6 +46,7 @@ SHA256, MD5 = _load_checksums()         # file name -> hex digest
 CIFAR_NPZ, CIFAR_TARBALL = "cifar10_test.npz", "cifar-10-python.tar.gz"
 REAL_DATASETS: tuple[str, ...] = tuple(DATA_FILES)
 
+# %% ../nbs/04b_fetch.ipynb #9771152c
 @dataclass(frozen=True)
 class Source:
     "Where the public original of a data file is, and how its bytes become the file the loader reads."
@@ -65,9 +66,11 @@ ORIGINALS: dict[str, Source] = {
     CIFAR_NPZ: Source("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", prepare="cifar"),
 }
 
+# %% ../nbs/04b_fetch.ipynb #fdb8d9fa
 class FetchError(Exception):
     "A download or checksum failed; the message names the file and says what to do."
 
+# %% ../nbs/04b_fetch.ipynb #f65bc34a
 class DownloadError(FetchError):
     "The request failed or the body was cut short (not a checksum problem)."
 
@@ -85,9 +88,11 @@ def file_digest(path: str | os.PathLike, algorithm: str = "sha256") -> str:
             h.update(chunk)
     return h.hexdigest()
 
+# %% ../nbs/04b_fetch.ipynb #4ed97436
 def _record_path(path: Path) -> Path:
     return path.with_name(path.name + ".source.json")
 
+# %% ../nbs/04b_fetch.ipynb #55af7dca
 def _converted_digest(path: Path) -> str | None:
     "SHA-256 that the conversion record of `path` vouches for (None: no record, or not from the checksummed tarball)."
     try:
@@ -96,6 +101,7 @@ def _converted_digest(path: Path) -> str | None:
         return None
     return rec.get("sha256") if rec.get("source_md5") == MD5[CIFAR_TARBALL] else None
 
+# %% ../nbs/04b_fetch.ipynb #83aabdd0
 def check_file(path: str | os.PathLike) -> tuple[bool, str]:
     "(ok, status) of one data file: 'missing', 'verified', 'verified (converted ...)', or a mismatch naming both digests."
     path = Path(path)
@@ -119,6 +125,7 @@ def _publish(tmp: Path, target: Path) -> None:
     os.chmod(tmp, 0o666 & ~umask)
     os.replace(tmp, target)
 
+# %% ../nbs/04b_fetch.ipynb #02d933b6
 @contextlib.contextmanager
 def _temporary(folder: Path, name: str):
     "A fresh temporary path in `folder` for file `name`; removed on exit unless it was renamed."
@@ -129,6 +136,7 @@ def _temporary(folder: Path, name: str):
     finally:
         Path(tmp).unlink(missing_ok=True)
 
+# %% ../nbs/04b_fetch.ipynb #dc128f51
 def _download(url: str, out: Path, label: str, progress: bool) -> None:
     "Write the body at `url` into `out`; FetchError if the request fails or the body is shorter than announced."
     try:
@@ -144,6 +152,7 @@ def _download(url: str, out: Path, label: str, progress: bool) -> None:
     if total is not None and n != total:
         raise DownloadError(f"{label}: the connection to {url} closed after {n} of {total} bytes; nothing was written.")
 
+# %% ../nbs/04b_fetch.ipynb #b6ca44fd
 def _expect(path: Path, label: str, algorithm: str, expected: str, url: str, mirror: bool = False) -> None:
     "FetchError naming both digests unless the file at `path` has digest `expected`; the fix depends on the source."
     got = file_digest(path, algorithm)
@@ -162,12 +171,14 @@ def _crlf_headerless(raw: bytes) -> bytes:
         lines = lines[1:]
     return b"".join(line + b"\r\n" for line in lines)
 
+# %% ../nbs/04b_fetch.ipynb #7b400005
 def _star_header(raw: bytes) -> bytes:
     "STAR: the row-name column header `\"rownames\"` (Rdatasets) becomes `\"\"` (R's write.csv)."
     return b'""' + raw[len(b'"rownames"'):] if raw.startswith(b'"rownames",') else raw
 
 _TEXT_FIXES = {"copy": lambda raw: raw, "crlf": _crlf_headerless, "star": _star_header}
 
+# %% ../nbs/04b_fetch.ipynb #f89b42f9
 def _read_member(archive: Path, member: str, label: str) -> bytes:
     "The file `member` (by base name) of the zip `archive`; FetchError if it is not exactly once in a valid zip."
     try:
@@ -196,9 +207,11 @@ class _BatchUnpickler(pickle.Unpickler):
             raise pickle.UnpicklingError(f"CIFAR batch refers to {module}.{name}, which a batch never contains.")
         return self._ALLOWED[(module, name)]
 
+# %% ../nbs/04b_fetch.ipynb #2a5a4177
 def _batch(tf: tarfile.TarFile, name: str) -> dict:
     return _BatchUnpickler(tf.extractfile(f"cifar-10-batches-py/{name}"), encoding="bytes").load()
 
+# %% ../nbs/04b_fetch.ipynb #d367d67d
 def cifar_npz(tarball: str | os.PathLike, out: str | os.PathLike) -> None:
     "Write the CIFAR-10 test set of the python `tarball` to `out` as the npz `load_dataset('cifar10c')` reads."
     with tarfile.open(tarball, "r:gz") as tf:
@@ -212,6 +225,7 @@ def cifar_npz(tarball: str | os.PathLike, out: str | os.PathLike) -> None:
     with open(out, "wb") as f:
         np.savez_compressed(f, **arrays)
 
+# %% ../nbs/04b_fetch.ipynb #e07a3a50
 def check_cifar_arrays(images: np.ndarray, labels: np.ndarray, classes: np.ndarray) -> None:
     "ValueError unless the arrays are the CIFAR-10 test set's layout: uint8 (N,32,32,3), class-major int64 labels."
     n = CIFAR_PER_CLASS * len(CIFAR_CLASSES)
@@ -270,6 +284,7 @@ def dataset_files(names=None) -> list[str]:
         raise ValueError(f"unknown dataset(s) {bad}; `names` must be among {REAL_DATASETS}.")
     return list(dict.fromkeys(f for n in names for f in DATA_FILES[n]))
 
+# %% ../nbs/04b_fetch.ipynb #2188916e
 def fetch(names=None, dest: str | os.PathLike | None = None, *, mirror: str | None = None,
           progress: bool | None = None, log=print) -> dict[str, str]:
     "Fetch the files of datasets `names` (and, from a `mirror`, their `EXTRAS`) into `dest`; file -> what was done."
@@ -313,6 +328,7 @@ def status_table(dest: str | os.PathLike | None = None, names=None) -> pd.DataFr
         r["ok"], r["status"] = check_file(dest / r["file"])
     return pd.DataFrame(rows, columns=["dataset", "file", "ok", "status", "source"])
 
+# %% ../nbs/04b_fetch.ipynb #3af5e82e
 def data_ready(dest: str | os.PathLike | None = None) -> bool:
     "Does `dest` (default: the data directory) hold every file of every real dataset, verified?"
     return all(check_file(resolve_data_dir(dest) / f)[0] for f in dataset_files())
@@ -323,6 +339,7 @@ def _dataset(name: str) -> str:
         raise argparse.ArgumentTypeError(f"unknown dataset {name!r} (choose from {', '.join(REAL_DATASETS)})")
     return name
 
+# %% ../nbs/04b_fetch.ipynb #a5f1eb46
 def _mirror(url: str) -> str:
     if Path(url).is_dir():
         return Path(url).resolve().as_uri()
@@ -330,6 +347,7 @@ def _mirror(url: str) -> str:
         raise argparse.ArgumentTypeError(f"{url!r} is neither an http(s)/file URL nor an existing folder")
     return url
 
+# %% ../nbs/04b_fetch.ipynb #784939fe
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pfwcp-data", description="List, fetch and verify the data files of the real "
                                 "datasets (checksums shipped with pfwcp_nb).")
@@ -357,6 +375,7 @@ def _text_table(df: pd.DataFrame) -> str:
     return "\n".join("  ".join(str(v).ljust(w[c]) for c, v in zip(df.columns, row)).rstrip()
                      for row in [list(df.columns)] + df.values.tolist())
 
+# %% ../nbs/04b_fetch.ipynb #8ca75a60
 def data_flags(dest: str | os.PathLike | None = None, # the folder to check (default: the data directory)
               ) -> tuple[str, str | None]: # (flags for `nbdev_test --flags`, a note for stderr or None)
     "'data' when the `#| data` cells can pass (or PFWCP_REQUIRE_DATA=1), with why not or a warning."
@@ -374,6 +393,7 @@ def data_flags(dest: str | os.PathLike | None = None, # the folder to check (def
                 f"does not hold the verified data files; get them with `pfwcp-data fetch --dest DIR` and set "
                 f"PFWCP_DATA_DIR=DIR (PFWCP_REQUIRE_DATA=1 runs them anyway).")
 
+# %% ../nbs/04b_fetch.ipynb #87676f1c
 def main(argv: list[str] | None = None) -> int:
     "Entry point of `pfwcp-data`; returns the exit status."
     a = _parser().parse_args(argv)

@@ -25,14 +25,14 @@ try:
 except ImportError as e:   # the one optional extra of the package
     raise ImportError('pfwcp_nb.flower needs Flower (flwr[simulation]==1.42.*): pip install "pfwcp_nb[flower]", '
                       'or pip install -e ".[flower]" from a clone of the repository') from e
-from .pfwcp import (PROTOCOL_VERSION, PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage,
+from .pfwcp import (PROTOCOL_VERSION, PFWCP, AgentCalibration, AgentMessage, AgentSummary,
                             aggregate, _as_test_weights)
 from .query_policy import QueryPolicy, QueryRefused
-from .oneshot import OneShotPFWCP
+from .oneshot import OneShotMessage, OneShotPFWCP
 from ._validate import check_pos_int
 
 # %% auto #0
-__all__ = ['RECORD', 'REQUESTS', 'MAX_JSON_CHARS', 'MAX_INT_DIGITS', 'METHODS', 'SCORE_RANGE', 'RUN_CONFIG', 'NODE_CONFIG',
+__all__ = ['RECORD', 'REQUESTS', 'MAX_JSON_CHARS', 'MAX_INT_DIGITS', 'PROTOCOLS', 'SCORE_RANGE', 'RUN_CONFIG', 'NODE_CONFIG',
            'client_app', 'server_app', 'FLEET_PREFIX', 'FLEET_ROUTES', 'NODE_AUTH_HEADERS', 'MAX_FLEET_BODY', 'request',
            'pack', 'strict_json', 'unpack', 'agent_reply', 'agent_client_app', 'ask_agents', 'check_score_range',
            'check_summary', 'check_message', 'check_oneshot', 'collect_summaries', 'make_estimator',
@@ -162,7 +162,7 @@ def agent_client_app(load_agent, # context -> this SuperNode's AgentCalibration
     return app
 
 # %% ../nbs/10_flower.ipynb #39739520
-METHODS = ("pfwcp", "ospfwcp")
+PROTOCOLS = ("pfwcp", "ospfwcp")
 
 def _who(k, node) -> str:
     return f"agent {k} (node {node})"
@@ -338,8 +338,8 @@ def make_estimator(method: str = "pfwcp", # "pfwcp" or "ospfwcp"
                    **kw, # the estimator's options (PFWCP: engine, grid, select, ...; OneShotPFWCP: n_steps, ...)
                   ):
     "The server's estimator for one run; every option checked (ValueError naming it) before any traffic."
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    if method not in PROTOCOLS:
+        raise ValueError(f"`method` must be one of {PROTOCOLS}, got {method!r}.")
     Est = PFWCP if method == "pfwcp" else OneShotPFWCP
     known = set(inspect.signature(Est.__init__).parameters) - {"self", "alpha", "delta"}
     if set(kw) - known:
@@ -594,7 +594,7 @@ def deployed_main(grid: Grid, context: Context) -> None:
     caps, sr = agent_max_n(c["agent-max-n"], len(nodes)), score_range_value(c["score-range"])
     nodes, summ = collect_summaries(grid, len(nodes), timeout=float(c["node-timeout"]), nodes=nodes, max_n=caps)
     out = {f"{me}-{cr}": thresholds_over_flower(grid, nodes, summ, tw, float(c["alpha"]), de, method=me, score_range=sr)
-           for me in METHODS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
+           for me in PROTOCOLS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
     np.savez(str(c["out"]), **out)
 
 # %% ../nbs/10_flower.ipynb #a4133842

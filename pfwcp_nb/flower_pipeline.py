@@ -28,7 +28,7 @@ from .data import make_federation
 from .pipeline import DEFAULT_TRAIN_KW, draw_rng, training_split
 from .pfwcp import PFWCP, AgentCalibration
 from .oneshot import OneShotPFWCP
-from .flower import (RECORD, METHODS, config_values, agent_nodes, agent_max_n, agent_reply, pack, unpack, request,
+from .flower import (RECORD, PROTOCOLS, config_values, agent_nodes, agent_max_n, agent_reply, pack, unpack, request,
                               check_summary,
                               check_message, check_oneshot, load_node_policy)
 from .query_policy import QueryPolicy, QueryRefused
@@ -766,8 +766,8 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
     """Calibration over the agents `cal` that answer (test agent required), then the test agent's prediction. An agent
     that answers the summary but not the message round is left out: Procedure 1 runs again over the others (their
     n_eff, their aggregation weights); messages already received at an unchanged level are reused, not asked again."""
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    if method not in PROTOCOLS:
+        raise ValueError(f"`method` must be one of {PROTOCOLS}, got {method!r}.")
 
     def need_test_agent(S, stage):
         if 0 not in S:

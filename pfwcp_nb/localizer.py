@@ -111,6 +111,7 @@ class _TorchThreads:
     def __exit__(self, *exc):
         torch.set_num_threads(self.old)
 
+# %% ../nbs/07_localizer.ipynb #ce474f12
 class EngressionSampler:
     "Score samples from a fitted engression model: sampler(X, M, rng) -> (n, M); `features` maps X to the net's input."
     def __init__(self, model, batch: int = 4096, num_threads: int | None = 1, features: Callable | None = None):
@@ -165,6 +166,7 @@ def _pooled_pairs(train_X, train_s, features) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("fit_localizer needs at least 20 finite (X, score) pairs.")
     return X, s
 
+# %% ../nbs/07_localizer.ipynb #88f616be
 def _train_engression(X, s, rng, *, epochs, batch_size, lr, hidden, progress, num_threads, **engression_kw):
     "An engression net (`num_layer=3`: two hidden layers of `hidden` units) trained in up to 20 chunks (the bar)."
     chunks = np.diff(np.linspace(0, epochs, min(epochs, 20) + 1).round().astype(int))

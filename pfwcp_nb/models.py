@@ -41,6 +41,7 @@ class _ArchOfDataset(Mapping):
 
 DATASET_ARCH: Mapping[str, str] = _ArchOfDataset()   # live: a dataset registered later has its architecture here too
 
+# %% ../nbs/05b_models.ipynb #818da1f0
 def predictor_settings(dataset: str) -> dict:
     "Keyword arguments of `train_predictor` (task, arch) for a dataset name of `pfwcp_nb.data`."
     name = str(dataset).lower()
@@ -109,6 +110,7 @@ def fit_pca(
     return PCAProjection(mean=mu, components=np.ascontiguousarray(V[:, :r]), scale=scale,
                          explained_variance_ratio=float(cum[r - 1]))
 
+# %% ../nbs/05b_models.ipynb #0e9b91ec
 def _pca_axes(Xs, n, method):
     if method == "moments":
         mu = sum(X.sum(0) for X in Xs) / n                              # round 1: agents send sum_i x_i
@@ -125,6 +127,7 @@ def regression_score(y, y_pred) -> np.ndarray:
     "Non-conformity score of regression: |y - f(x)|."
     return np.abs(np.asarray(y, dtype=float).reshape(-1) - np.asarray(y_pred, dtype=float).reshape(-1))
 
+# %% ../nbs/05b_models.ipynb #f53d4565
 def classification_score(probs, y) -> np.ndarray:
     "Non-conformity score of classification: 1 - f(x)_y, with `probs` (m, C) the softmax outputs and y (m,) labels."
     P, y = np.asarray(probs, dtype=float), np.asarray(y)
@@ -194,6 +197,7 @@ def _predictor_preset(task, arch) -> tuple[str, dict]:
     if preset["task"] != task: raise ValueError(f"arch={arch!r} is a {preset['task']} network, but task={task!r}")
     return task, preset
 
+# %% ../nbs/05b_models.ipynb #e0370f3b
 def _predictor_clients(task: str, feats: list[np.ndarray], ys: list[np.ndarray], standardize_y: bool,
                        n_classes: int | None) -> tuple[list[tuple], float, float, int, str]:
     "Every agent's FedAvg client (features, targets); also y_mean, y_std, the output size and the loss."

@@ -6,17 +6,40 @@
 from __future__ import annotations
 import warnings
 from dataclasses import dataclass
+from fastcore.basics import patch
 import numpy as np
-from .quantiles import quantile_of_quantiles
+from .quantiles import quantile_of_quantiles, weighted_quantile
 from .coverage import coverage_objective, aggregation_weights, largest_feasible_tau
 from .procedure import select_quantiles, QuantileChoice, FEAS_TOL, TIE_TOL, ccc_alpha
 from ._validate import check_unit_open, check_engine, check_agg_weights, check_pos_int, add_param_docs
-from .pfwcp import (AgentCalibration, AgentSummary, OneShotMessage, _ThresholdPredictor, _as_test_weights,
+from .pfwcp import (AgentCalibration, AgentSummary, _Wire, _ThresholdPredictor, _as_test_weights,
                              _check_agents)
 
 # %% auto #0
-__all__ = ['BETA_BREVE_RULES', 'local_levels', 'oneshot_tau_grid', 'select_tau_rows', 'oneshot_level', 'OneShotSelection',
-           'OneShotPFWCP']
+__all__ = ['BETA_BREVE_RULES', 'OneShotMessage', 'local_levels', 'oneshot_tau_grid', 'select_tau_rows', 'oneshot_level',
+           'OneShotSelection', 'OneShotPFWCP']
+
+# %% ../nbs/03_oneshot.ipynb #ef11f0d3
+@dataclass(frozen=True)
+class OneShotMessage(_Wire):
+    "Sent once by an agent at calibration time in osPFWCP: its one-shot quantile and two weight totals."
+    quantile: float        # Q-breve^k: level 1-beta_breve quantile of the weighted scores, no +inf atom
+    weight_total: float    # omega-bar^k = sum_i omega_i^k
+    weight_above: float    # omega-bar-bar^k = sum_i omega_i^k 1[s_i^k > Q-breve^k]
+    n_eff: float           # Kish's effective sample size
+    beta_breve: float      # the level used
+
+# %% ../nbs/03_oneshot.ipynb #ba75baab
+@patch
+def oneshot_message(self: AgentCalibration,
+                    beta_breve: float, # the one-shot local level: the mass above Q-breve, in (0, 1)
+                   ) -> OneShotMessage:
+    "osPFWCP calibration message: Q-breve at level 1-beta_breve (no +inf atom) and the two weight totals."
+    bb = check_unit_open(beta_breve, "beta_breve")
+    q = weighted_quantile(self._scores, self._weights, alpha=bb)
+    above = float(self._weights[self._scores > q].sum())
+    return OneShotMessage(quantile=float(q), weight_total=self._summary.weight_total, weight_above=above,
+                          n_eff=self._summary.n_eff, beta_breve=bb)
 
 # %% ../nbs/03_oneshot.ipynb #6152085e
 def local_levels(messages, # one OneShotMessage per agent (K,)
@@ -40,6 +63,7 @@ def oneshot_tau_grid(agg_weights, # aggregation weights (K,)
     top = max(0.0, 1.0 - w.max())
     return np.unique(np.linspace(0.0, top, n_steps + 1))
 
+# %% ../nbs/03_oneshot.ipynb #ec3033bd
 def select_tau_rows(objective, # (m, T) objective per test point and tau
                     target: float, # 1-alpha (MC) or 1-delta (CCC)
                    ) -> tuple[np.ndarray, np.ndarray]: # column index (m,), feasible (m,)
@@ -84,12 +108,13 @@ class OneShotSelection:
     betas: np.ndarray      # (m, K) per-agent local levels beta^k(X)
     index: np.ndarray      # (m,) position of tau in the grid
 
+# %% ../nbs/03_oneshot.ipynb #cd65b35d
 def _tau_search(betas, # (m, K) local levels beta^k(X_j)
                 n_eff, # (K,) effective sample sizes
                 taus, # increasing tau grid (T,)
                 agg_weights, # (K,) aggregation weights
                 alpha: float, delta: float | None, # the criterion: MC (delta None) or CCC
-                engine: str, n_rep: int, rng, # the coverage engine ("mc": its repetitions and Generator)
+                engine: str, n_rep: int, rng, # the coverage engine ("monte-carlo": its repetitions and Generator)
                ) -> OneShotSelection:
     "Per test point, Procedure 1's tau on the grid: the largest feasible one (objective >= target), else the most conservative."
     crit_alpha = None if delta is None else alpha
@@ -98,9 +123,9 @@ def _tau_search(betas, # (m, K) local levels beta^k(X_j)
         # the objective is non-increasing in tau: bisection for the largest feasible tau (01_coverage), which is
         # what `select_tau_rows` picks on the full grid, at ~log2(T) evaluations per test point; above MAX_EXACT_K
         # agents, the largest tau whose certified lattice lower bound is feasible
-        idx, value, ok = largest_feasible_tau(betas, n_eff, taus, target - FEAS_TOL, crit_alpha, weights=agg_weights)
+        idx, value, ok = largest_feasible_tau(betas, n_eff, taus, target - FEAS_TOL, crit_alpha, agg_weights=agg_weights)
         return OneShotSelection(tau=taus[idx], value=value, feasible=ok, betas=betas, index=idx)
-    obj = coverage_objective(betas, n_eff, taus, crit_alpha, weights=agg_weights, engine=engine, n_rep=n_rep, rng=rng)
+    obj = coverage_objective(betas, n_eff, taus, crit_alpha, agg_weights=agg_weights, engine=engine, n_rep=n_rep, rng=rng)
     idx, ok = select_tau_rows(obj, target)
     return OneShotSelection(tau=taus[idx], value=obj[np.arange(idx.size), idx], feasible=ok, betas=betas, index=idx)
 
@@ -111,19 +136,19 @@ class _OneShotPlanner(_ThresholdPredictor):
                  alpha: float = 0.1, # miscoverage level
                  delta: float | None = None, # None -> marginal coverage; else CCC level
                  *,
-                 engine: str = "exact", # "exact" or "mc" (the paper)
-                 n_rep: int | None = None, # MC repetitions (engine "mc"); default 2000 (MC) / 4000 (CCC)
+                 engine: str = "exact", # "exact" or "monte-carlo" (the paper)
+                 n_rep: int | None = None, # MC repetitions (engine "monte-carlo"); default 2000 (MC) / 4000 (CCC)
                  beta_breve_rule: str = "cp-rank", # default beta_breve: "cp-rank" (`oneshot_level`) or "procedure1" (beta*)
                  grid: tuple | None = None, # (betas, taus) of Procedure 1 (rule "procedure1" only); default the paper's grid
                  agg_weights=None, # aggregation weights (K,); default n_eff / sum n_eff
                  n_steps: int = 50, # steps of the tau grid
                  on_infeasible: str = "max", # "max": most conservative tau of the grid; "inf": threshold +inf
-                 seed=None, # for engine "mc"
+                 seed=None, # for engine "monte-carlo"
                 ):
         self.alpha = check_unit_open(alpha, "alpha")
         self.delta = None if delta is None else check_unit_open(delta, "delta")
-        self.criterion = "mc" if self.delta is None else "ccc"
-        self.engine, self.n_rep = check_engine(engine, n_rep, self.criterion)
+        self.guarantee = "mc" if self.delta is None else "ccc"
+        self.engine, self.n_rep = check_engine(engine, n_rep, self.guarantee)
         self.messages_ = None                               # the agents' one-shot messages, set by `calibrate`
         if on_infeasible not in ("max", "inf"):
             raise ValueError(f"`on_infeasible` must be 'max' or 'inf', got {on_infeasible!r}.")
@@ -142,8 +167,8 @@ class _OneShotPlanner(_ThresholdPredictor):
         if beta_breve is None and self.beta_breve_rule == "procedure1":
             self.beta_choice_ = select_quantiles(
                 n_eff, self.alpha, self.delta, engine=self.engine, n_rep=self.n_rep, grid=self.grid,
-                weights=self.agg_weights, seed=self.rng)
-            beta_breve, w = self.beta_choice_.beta, self.beta_choice_.weights
+                agg_weights=self.agg_weights, seed=self.rng)
+            beta_breve, w = self.beta_choice_.beta, self.beta_choice_.agg_weights
         else:
             if beta_breve is None:                           # "cp-rank": from n_1, alpha and delta alone
                 beta_breve = oneshot_level(self.alpha, self.delta, n1)

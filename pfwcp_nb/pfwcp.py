@@ -12,7 +12,7 @@ from .procedure import select_quantiles, QuantileChoice, SELECT_RULES, infinite_
 from ._validate import check_unit_open, check_tail_mass, check_weights, add_param_docs
 
 # %% auto #0
-__all__ = ['PROTOCOL_VERSION', 'AgentSummary', 'AgentMessage', 'OneShotMessage', 'band_quantile', 'AgentCalibration', 'aggregate',
+__all__ = ['PROTOCOL_VERSION', 'AgentSummary', 'AgentMessage', 'band_quantile', 'AgentCalibration', 'aggregate',
            'InfiniteThresholdWarning', 'PFWCP']
 
 # %% ../nbs/02b_pfwcp.ipynb #a6c1b003
@@ -25,6 +25,7 @@ def _enc(x, name: str):
         raise ValueError(f"message field `{name}` is NaN; messages carry numbers or +-inf only.")
     return x if np.isfinite(x) else ("inf" if x > 0 else "-inf")
 
+# %% ../nbs/02b_pfwcp.ipynb #74058bcd
 def _dec(v, name: str) -> float:
     if isinstance(v, str) and v in ("inf", "-inf"):
         return float(v)
@@ -32,6 +33,7 @@ def _dec(v, name: str) -> float:
         raise ValueError(f"message field `{name}` must be a number, 'inf' or '-inf'; got {v!r}.")
     return float(v)
 
+# %% ../nbs/02b_pfwcp.ipynb #26fd0735
 class _Wire:
     "JSON-safe dict round trip of a message dataclass: `{'type', 'version', <fields>}`."
     def to_dict(self) -> dict:
@@ -78,20 +80,12 @@ class AgentSummary(_Wire):
     weight_total: float  # sum of the calibration weights, omega-bar^k
     n: int               # number of calibration points
 
+# %% ../nbs/02b_pfwcp.ipynb #a5f7a0e1
 @dataclass(frozen=True, eq=False)
 class AgentMessage(_Wire):
     "Sent by an agent for a batch of m test points: its local quantiles (may be +inf)."
     quantiles: np.ndarray  # (m,) Q^k_beta(X_j)
     beta: float            # the local level they were computed at
-
-@dataclass(frozen=True)
-class OneShotMessage(_Wire):
-    "Sent once by an agent at calibration time in osPFWCP (notebook 03)."
-    quantile: float        # Q-breve^k: level 1-beta_breve quantile of the weighted scores, no +inf atom
-    weight_total: float    # omega-bar^k = sum_i omega_i^k
-    weight_above: float    # omega-bar-bar^k = sum_i omega_i^k 1[s_i^k > Q-breve^k]
-    n_eff: float           # Kish's effective sample size
-    beta_breve: float      # the level used
 
 # %% ../nbs/02b_pfwcp.ipynb #c0b4d002
 def band_quantile(values, # scores v_1..v_n (1-D; NaN not allowed)
@@ -159,16 +153,6 @@ class AgentCalibration:
         q = band_quantile(self._scores, self._weights, alpha=beta, gamma=gamma, inf_weight=tw)
         return AgentMessage(quantiles=np.atleast_1d(q), beta=beta)
 
-    def oneshot_message(self,
-                        beta_breve: float, # the one-shot local level
-                       ) -> OneShotMessage:
-        "osPFWCP calibration message: Q-breve at level 1-beta_breve (no +inf atom) and the two weight totals."
-        bb = check_unit_open(beta_breve, "beta_breve")
-        q = weighted_quantile(self._scores, self._weights, alpha=bb)
-        above = float(self._weights[self._scores > q].sum())
-        return OneShotMessage(quantile=float(q), weight_total=self._summary.weight_total, weight_above=above,
-                              n_eff=self._summary.n_eff, beta_breve=bb)
-
     def __repr__(self):
         return f"AgentCalibration(n={self._summary.n}, n_eff={self._summary.n_eff:.1f})"
 
@@ -218,6 +202,7 @@ def _as_test_weights(test_weights, K: int,
                          "put agent k's ratio in column k.")
     return tw
 
+# %% ../nbs/02b_pfwcp.ipynb #94085f88
 def _check_agents(agents, kinds=(AgentCalibration,)) -> list:
     "A non-empty list of agents (or of their records), all of one of the types `kinds`."
     agents = list(agents)
@@ -228,6 +213,7 @@ def _check_agents(agents, kinds=(AgentCalibration,)) -> list:
         raise ValueError(f"`agents` must all be {names} objects (agent 0 = the test agent).")
     return agents
 
+# %% ../nbs/02b_pfwcp.ipynb #4706364f
 class _ThresholdPredictor:
     "Prediction sets from `self.threshold(test_weights)`."
     def threshold(self, test_weights) -> np.ndarray: raise NotImplementedError
@@ -273,6 +259,7 @@ def _thresholds_by_cell(agents, # AgentCalibration objects (K)
             out[at[sub]] = aggregate([AgentMessage(mm.quantiles[sub], mm.beta) for mm in msgs], agg_weights, taus[t])
     return out
 
+# %% ../nbs/02b_pfwcp.ipynb #689e4f32
 def _paper_thresholds(agents, tw, beta: float, agg_weights, tau: float, block: int = 2**22) -> np.ndarray:
     """`aggregate` of the agents' `message(beta, tw[:, k])` at tau, bit for bit, in blocks of test points (memory ~
     `block` floats): per block one search per agent on its sorted scores, then the aggregation over agents at once."""
@@ -283,9 +270,11 @@ def _paper_thresholds(agents, tw, beta: float, agg_weights, tau: float, block: i
         out[i:i + step] = quantile_of_quantiles(Q, agg_weights, alpha=tau)
     return out
 
+# %% ../nbs/02b_pfwcp.ipynb #cea3b2b8
 class InfiniteThresholdWarning(UserWarning):
     "Some thresholds are +inf: their prediction sets are the whole line (regression) or every label (classification)."
 
+# %% ../nbs/02b_pfwcp.ipynb #2b4948bc
 class _CellRules(_ThresholdPredictor):
     "The `select` rules of PFWCP: which grid cell each test point uses, and its thresholds."
     def _cell_index(self, test_weights) -> tuple:
@@ -333,13 +322,13 @@ class PFWCP(_CellRules):
                  alpha: float = 0.1, # miscoverage level
                  delta: float | None = None, # None -> marginal coverage; else CCC level
                  *,
-                 engine: str = "exact", # "exact" or "mc" (the paper)
-                 n_rep: int | None = None, # MC repetitions (engine "mc")
+                 engine: str = "exact", # "exact" or "monte-carlo" (the paper)
+                 n_rep: int | None = None, # MC repetitions (engine "monte-carlo")
                  grid: tuple | None = None, # (betas, taus); default the paper's grid
                  agg_weights=None, # aggregation weights (K,); default n_eff / sum n_eff
                  select: str = "paper", # cell rule (SELECT_RULES): "paper", "finite-first" or "fewest-infinite"
                  gamma: float = 1.0, # band factor >= 1 on agents 1..K-1's weights (`band_quantile`); 1: the paper
-                 seed=None, # for engine "mc"
+                 seed=None, # for engine "monte-carlo"
                 ):
         self.alpha = check_unit_open(alpha, "alpha")
         self.delta = None if delta is None else check_unit_open(delta, "delta")
@@ -364,8 +353,8 @@ class PFWCP(_CellRules):
         n_eff = np.array([s.n_eff for s in self.summaries_])
         self.choice_: QuantileChoice = select_quantiles(
             n_eff, self.alpha, self.delta, engine=self.engine, n_rep=self.n_rep, grid=self.grid,
-            weights=self.agg_weights, seed=self.seed)
-        self.beta_, self.tau_, self.agg_weights_ = self.choice_.beta, self.choice_.tau, self.choice_.weights
+            agg_weights=self.agg_weights, seed=self.seed)
+        self.beta_, self.tau_, self.agg_weights_ = self.choice_.beta, self.choice_.tau, self.choice_.agg_weights
         self.gammas_ = np.r_[1.0, np.full(len(self.summaries_) - 1, self.gamma)]   # agent 0's weights are exact ones
         return self
 

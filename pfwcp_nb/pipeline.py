@@ -32,6 +32,7 @@ def _rng(seed: int, *stream: int) -> np.random.Generator:
     "Independent reproducible streams: `seed` and a stream path (0 = training, (1, s) = calibration draw s)."
     return np.random.default_rng(np.random.SeedSequence([int(seed), *map(int, stream)]))
 
+# %% ../nbs/08c_pipeline.ipynb #6166d00d
 @dataclass
 class TrainedSetup:
     "Everything trained once per (dataset, heterogeneity, seed): predictor, density ratios, FWCP classifier, localizer."
@@ -57,12 +58,14 @@ def training_seed(seed: int, model_seed: int = 0) -> int:
         raise ValueError(f"`model_seed` must be a non-negative integer, got {model_seed!r}.")
     return int(seed) if model_seed == 0 else int(_rng(seed, 5, model_seed).integers(2**31 - 1))
 
+# %% ../nbs/08c_pipeline.ipynb #9e1fb2e5
 def _train_data(fed, n_train: int, seed: int):
     "The training split: `n_train` points of every agent from the training stream of `seed`."
     rng = _rng(seed, 0)
     parts = [fed.sample(k, n_train, rng, return_info=True) for k in range(fed.K)]
     return [p[0] for p in parts], [p[1] for p in parts], [p[2] for p in parts]
 
+# %% ../nbs/08c_pipeline.ipynb #c4c9d20e
 def training_split(fed, # a `data.Federation`
                    n_train: int = 50, # training points per agent
                    seed: int = 0, # the setup's seed
@@ -70,6 +73,7 @@ def training_split(fed, # a `data.Federation`
     "The training split `train_setup` trains on (stream (seed, 0)): for scripts that refit one model of a setup."
     return _train_data(fed, n_train, seed)
 
+# %% ../nbs/08c_pipeline.ipynb #920d7262
 def _train_localizer(fed, predictor, ratios, n_eng: int, seed: int, lkw: dict, progress: bool,
                      tseed: int | None = None):
     "The engression localizer, on the scores of its own split D_eng (`n_eng` points per agent, stream (seed, 2))."
@@ -170,10 +174,12 @@ def _scores(setup: TrainedSetup, X: np.ndarray, y: np.ndarray | None):
     P = np.asarray(pred.predict_proba(X), dtype=float)
     return 1.0 - P if y is None else classification_score(P, y)   # y=None: every label's score
 
+# %% ../nbs/08c_pipeline.ipynb #b8a389f8
 def draw_seed(seed: int, sim: int) -> int:
-    "Integer seed of the randomness inside draw `sim` (D_eng/D_cal split of the localized methods, engine 'mc')."
+    "Integer seed of the randomness inside draw `sim` (D_eng/D_cal split of the localized methods, engine 'monte-carlo')."
     return int(_rng(seed, 3, sim).integers(2**31 - 1))
 
+# %% ../nbs/08c_pipeline.ipynb #64f6be5e
 def draw_rng(seed: int, sim: int) -> np.random.Generator:
     "The stream `sample_draw` samples draw `sim`'s calibration and test points from (stream (seed, 1, sim))."
     return _rng(seed, 1, sim)
@@ -183,6 +189,7 @@ def _call_oracle(fn, X, info):
     "An oracle ratio (`density_ratio.DensityRatio`) at X, with the draw's side information `info` (cifar severities)."
     return np.asarray(fn(X, info), dtype=float).reshape(len(X))
 
+# %% ../nbs/08c_pipeline.ipynb #44245513
 def _extra_fields(setup, fed, kind, cal_X, cal_scores, cal_info, cal_w, test_X, test_w, test_info, seed,
                   localize=True, loc_samples=None) -> dict:
     "FWCP's single-classifier weights and the localized scores, from the builders of `baselines`."
@@ -221,6 +228,7 @@ def pool_localizer_samples(setup: TrainedSetup, # the trained models (with a loc
         out.append(np.concatenate(parts))
     return np.stack(out)
 
+# %% ../nbs/08c_pipeline.ipynb #7e3c63e0
 def _pool_gather(Zp: np.ndarray, info: dict) -> np.ndarray:
     "Rows of `pool_localizer_samples` for the points of one `Federation.sample(..., return_info=True)` call."
     return Zp[info["index"]] if Zp.ndim == 2 else Zp[info["severity"], info["index"]]
@@ -236,6 +244,7 @@ def _draw_scores(setup: TrainedSetup, allX, cal_y: list, test_y, sizes: list):
     yc = np.concatenate(cal_y).astype(int)
     return np.split(S_all[:n][np.arange(len(yc)), yc], cuts), S_all[n:], np.asarray(test_y, dtype=int)
 
+# %% ../nbs/08c_pipeline.ipynb #092e7e56
 def _draw_loc_samples(setup, sim, allX, cal_X, cal_info, test_X, test_info, sizes, loc_pool, loc_frozen) -> tuple:
     "The localizer's sorted samples (K arrays (n_k, M), (m, M)): gathered from the pool, frozen noise, or fresh."
     if loc_pool is not None:
@@ -246,6 +255,7 @@ def _draw_loc_samples(setup, sim, allX, cal_X, cal_info, test_X, test_info, size
     lrng = np.random.default_rng(draw_seed(setup.seed, sim))
     return ([setup.localizer.sorted_samples(Xk, lrng) for Xk in cal_X], setup.localizer.sorted_samples(test_X, lrng))
 
+# %% ../nbs/08c_pipeline.ipynb #407a1889
 def _draw_weights(setup, fed, kind: str, oracle, cal_X: list, cal_info: list, test_X, test_info):
     "Weights omega^k of the calibration points (K arrays, agent 0 ones) and of the test points (m, K), of one kind."
     if kind not in ("estimated", "oracle"):
@@ -262,6 +272,7 @@ def _draw_weights(setup, fed, kind: str, oracle, cal_X: list, cal_info: list, te
             test_w[:, k] = _call_oracle(fns[k], test_X, test_info)
     return cal_w, test_w
 
+# %% ../nbs/08c_pipeline.ipynb #6aa5a01b
 def _own_weights(setup, fed, kind: str, oracle, cal_X: list, cal_info: list) -> np.ndarray:
     "omega^k at agent 0's own calibration covariates (n_1, K), column 0 ones: what the test agent's trust check needs."
     fns = oracle if oracle is not None else oracle_density_ratios(fed) if kind == "oracle" else None
@@ -270,7 +281,6 @@ def _own_weights(setup, fed, kind: str, oracle, cal_X: list, cal_info: list) -> 
         out[:, k] = (np.asarray(setup.ratios[k](cal_X[0]), dtype=float).reshape(-1) if kind == "estimated"
                      else _call_oracle(fns[k], cal_X[0], cal_info[0]))
     return out
-
 
 # %% ../nbs/08c_pipeline.ipynb #88429e9c
 def sample_draw(setup: TrainedSetup, # the trained models

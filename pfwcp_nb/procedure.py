@@ -53,6 +53,7 @@ def select_cell(objective, # (R, T) objective on the grid
     k = np.lexsort((sign * taus[t], sign * betas[r]))[0]
     return int(r[k]), int(t[k]), bool(feas.any())
 
+# %% ../nbs/02_procedure.ipynb #45d21a77
 def aggregate_level(weights, # aggregation weights (K,), K <= 20; normalised inside
                     tau, # aggregate level(s), scalar or (T,)
                    ) -> np.ndarray: # c(tau), same shape as tau
@@ -75,14 +76,14 @@ class QuantileChoice:
     "Result of Procedure 1."
     beta: float            # chosen local level beta*
     tau: float             # chosen aggregate level tau*
-    value: float           # objective there: E[U] (criterion "mc") or P(U >= 1-alpha) (criterion "ccc")
+    value: float           # objective there: E[U] (guarantee "mc") or P(U >= 1-alpha) (guarantee "ccc")
     feasible: bool         # False: no cell reached the target, (beta, tau) is the most conservative cell
-    criterion: str         # "mc" or "ccc"
-    engine: str            # engine actually used: "exact", "lattice" (K > MAX_EXACT_K) or "mc"
+    guarantee: str         # "mc" (marginal coverage) or "ccc" (calibration-conditional coverage)
+    engine: str            # engine actually used: "exact", "lattice" (K > MAX_EXACT_K) or "monte-carlo"
     objective: np.ndarray  # (R, T) objective over the grid
     grid: tuple            # (betas (R,), taus (T,))
     target: float          # 1-alpha (mc) or 1-delta (ccc)
-    weights: np.ndarray    # aggregation weights used (K,)
+    agg_weights: np.ndarray  # aggregation weights used (K,)
     n_rep: int | None      # Monte Carlo repetitions (None for the exact engine)
     upper: np.ndarray | None = None  # engine "lattice": certified upper bounds (R, T); `objective` holds the lower ones
     units: int | None = None         # engine "lattice": the finest lattice used
@@ -90,7 +91,7 @@ class QuantileChoice:
     @property
     def width(self) -> float:
         "Certified width (upper - lower) of the objective at the chosen cell: 0 for the exact engine, NaN for Monte Carlo."
-        if self.engine == "mc":
+        if self.engine == "monte-carlo":
             return float("nan")
         if self.upper is None:
             return 0.0
@@ -100,12 +101,13 @@ class QuantileChoice:
 
     def __repr__(self):
         R, T = self.objective.shape
-        what = "E[U]" if self.criterion == "mc" else "P(U >= 1-alpha)"
-        eng = self.engine + (f", n_rep={self.n_rep}" if self.engine == "mc" else "") + \
+        what = "E[U]" if self.guarantee == "mc" else "P(U >= 1-alpha)"
+        eng = self.engine + (f", n_rep={self.n_rep}" if self.engine == "monte-carlo" else "") + \
               (f", width {self.width:.1e}" if self.engine == "lattice" else "")
         return (f"QuantileChoice(beta={self.beta:.4f}, tau={self.tau:.4f}, {what}={self.value:.6f}, target={self.target:g}, "
-                f"feasible={self.feasible}, K={self.weights.size}, grid {R}x{T}, engine {eng})")
+                f"feasible={self.feasible}, K={self.agg_weights.size}, grid {R}x{T}, engine {eng})")
 
+# %% ../nbs/02_procedure.ipynb #fa4fb6bc
 def _check_grid(grid) -> tuple[np.ndarray, np.ndarray]:
     try:
         betas, taus = grid
@@ -129,34 +131,34 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
                      alpha: float, # miscoverage level in (0, 1)
                      delta: float | None = None, # None -> marginal coverage; else CCC level in (0, 1)
                      *,
-                     engine: str = "exact", # "exact" (no Monte Carlo) or "mc" (the paper's Procedure 1)
+                     engine: str = "exact", # "exact" (no Monte Carlo) or "monte-carlo" (the paper's Procedure 1)
                      n_rep: int | None = None, # MC repetitions; default 2000 (MC) / 4000 (CCC) as in the paper
                      grid: tuple | None = None, # (betas, taus); default `paper_grid(alpha)`
-                     weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
-                     seed=None, # int or numpy Generator, used by engine "mc"
+                     agg_weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
+                     seed=None, # int or numpy Generator, used by engine "monte-carlo"
                      max_units: int | None = None, # K > MAX_EXACT_K: finest lattice (`feasibility_bounds`)
                      tol: float = 1e-6, # K > MAX_EXACT_K: refine rows whose possibly feasible cells are wider
                     ) -> QuantileChoice:
     "Procedure 1: the grid cell (beta, tau) with the smallest feasible coverage objective."
     n = check_n_eff(n_eff)
     alpha = check_unit_open(alpha, "alpha")
-    criterion = "mc" if delta is None else "ccc"
+    guarantee = "mc" if delta is None else "ccc"
     if delta is not None:
         delta = check_unit_open(delta, "delta")
-    engine, n_rep = check_engine(engine, n_rep, criterion)
+    engine, n_rep = check_engine(engine, n_rep, guarantee)
     betas, taus = paper_grid(alpha) if grid is None else _check_grid(grid)
-    w = aggregation_weights(n) if weights is None else check_agg_weights(weights, n.size)
-    used = "mc" if engine == "mc" else ("exact" if n.size <= MAX_EXACT_K else "lattice")
+    w = aggregation_weights(n) if agg_weights is None else check_agg_weights(agg_weights, n.size, "agg_weights")
+    used = "monte-carlo" if engine == "monte-carlo" else ("exact" if n.size <= MAX_EXACT_K else "lattice")
     crit_alpha = None if delta is None else alpha
     target = 1.0 - (alpha if delta is None else delta)
     key = (n.tobytes(), crit_alpha, betas.tobytes(), taus.tobytes(), w.tobytes(), target, max_units, tol)
     memo = _EXACT_MEMO.get(key) if used != "mc" else None
     if memo is None:
         if used == "lattice":                # certified bounds, refined where a cell's feasibility is in doubt
-            memo = feasibility_bounds(betas, n, taus, crit_alpha, target - FEAS_TOL, weights=w, tol=tol,
+            memo = feasibility_bounds(betas, n, taus, crit_alpha, target - FEAS_TOL, agg_weights=w, tol=tol,
                                       max_units=max_units)
         else:
-            obj = coverage_objective(betas, n, taus, crit_alpha, weights=w,
+            obj = coverage_objective(betas, n, taus, crit_alpha, agg_weights=w,
                                      engine=engine, n_rep=n_rep, rng=np.random.default_rng(seed))
             memo = (np.asarray(obj, dtype=float).reshape(betas.size, taus.size), None, None)
         if used != "mc":                     # deterministic: PFWCP, osPFWCP and osPFWGLCP of a draw share it
@@ -174,8 +176,8 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
                       "Use more calibration data, a larger alpha/delta, or a grid with larger beta / smaller tau.",
                       stacklevel=2)
     return QuantileChoice(beta=float(betas[r]), tau=float(taus[t]), value=float(obj[r, t]), feasible=feasible,
-                          criterion=criterion, engine=used, objective=obj, grid=(betas, taus), target=target,
-                          weights=w, n_rep=n_rep if used == "mc" else None, upper=upper, units=units)
+                          guarantee=guarantee, engine=used, objective=obj, grid=(betas, taus), target=target,
+                          agg_weights=w, n_rep=n_rep if used == "monte-carlo" else None, upper=upper, units=units)
 
 # %% ../nbs/02_procedure.ipynb #1f1ee001
 SELECT_RULES = ("paper", "finite-first", "fewest-infinite")   # cell selection rules of `choose_cells` / `PFWCP`
@@ -220,6 +222,7 @@ def feasible_ranking(objective, # (R, T) objective on the grid
     flat, first = rr[order] * t.size + tt[order], r0 * t.size + t0
     return np.concatenate([[first], flat[flat != first]]).astype(int)
 
+# %% ../nbs/02_procedure.ipynb #00cafa7d
 def choose_cells(choice: QuantileChoice, # Procedure 1's result (its grid, objective and target are used)
                  infinite, # bool (m, R, T): `infinite_cells` on `choice.grid`
                  select: str = "paper", # one of SELECT_RULES

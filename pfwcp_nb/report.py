@@ -40,6 +40,7 @@ def _order(values, preferred) -> list:
     vals = list(dict.fromkeys(values))
     return [v for v in preferred if v in vals] + [v for v in vals if v not in preferred]
 
+# %% ../nbs/08d_report.ipynb #8cc11a02
 def _method_sort_key(label: str):
     "Rows: estimated weights, then oracle labels, each in the paper's order (`MethodSpec.order`); unknown names last."
     oracle = label.endswith(ORACLE_SUFFIX)
@@ -47,6 +48,7 @@ def _method_sort_key(label: str):
     spec = METHODS.get(base)
     return (int(oracle), float("inf") if spec is None else spec.order, base)
 
+# %% ../nbs/08d_report.ipynb #20667f1c
 def _fmt(v: float, pct: bool) -> str:
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return "–"
@@ -54,6 +56,7 @@ def _fmt(v: float, pct: bool) -> str:
         return "∞"
     return f"{100 * v:.2f}" if pct else f"{v:.2f}"
 
+# %% ../nbs/08d_report.ipynb #75ebf584
 def _pct(x: float) -> str:
     "A share in percent: one decimal, or two significant digits below 0.1%."
     return f"{100 * x:.1f}%" if 100 * x >= 0.1 or x == 0 else f"{100 * x:.2g}%"
@@ -156,6 +159,7 @@ def compare_with_paper(df: pd.DataFrame, # rows of `run_grid` (severe heterogene
                                       "marker_ours", "marker_paper", "ours_finite", "inf_frac"])
     return out if variability is None else _with_training(out, variability, guarantee, key)
 
+# %% ../nbs/08d_report.ipynb #e87f0bd3
 def _with_training(cmp: pd.DataFrame, tv: pd.DataFrame, guarantee: str, key: str) -> pd.DataFrame:
     "`compare_with_paper`'s rows with train_sd (% points, the guarantee's metric only) and z_total."
     t = tv[(tv.guarantee == guarantee) & (tv.heterogeneity == "severe") & (tv.weights == "estimated")]
@@ -204,6 +208,7 @@ def comparison_markdown(cmp: pd.DataFrame, # output of `compare_with_paper`
     out += ["", f"Colour bands agree in {100 * agree:.0f}% of the {len(prim)} (method, dataset) cells."]
     return "\n".join(out)
 
+# %% ../nbs/08d_report.ipynb #92da8fa4
 def _training_markdown(cmp: pd.DataFrame, method: str, key: str) -> str:
     "`comparison_markdown` with the training variability: ours ± MC s.e. ± training s.d., z before and after."
     prim = cmp[cmp.metric == key]
@@ -222,10 +227,12 @@ def _training_markdown(cmp: pd.DataFrame, method: str, key: str) -> str:
                 "paper) once the spread over trainings is counted."]
     return "\n".join(out)
 
+# %% ../nbs/08d_report.ipynb #ce7e2401
 def verdict(z: float, z_crit: float = 2.0) -> str:
     "'differs' when |z| > z_crit, 'consistent' when not, '–' without a z (our standard error is 0)."
     return "–" if not np.isfinite(z) else ("differs" if abs(z) > z_crit else "consistent")
 
+# %% ../nbs/08d_report.ipynb #8cc54bf2
 def verdict_changes(cmp: pd.DataFrame, # `compare_with_paper(..., variability=)` rows
                     z_crit: float = 2.0) -> pd.DataFrame:
     """The rows whose verdict against the paper (|z| > z_crit: differs) changes once the training s.d. is counted (rows
@@ -283,6 +290,7 @@ def plot_boxplots(df: pd.DataFrame, dataset: str = "star", guarantee: str = "mc"
     ax[0].figure.tight_layout()
     return ax
 
+# %% ../nbs/08d_report.ipynb #86285958
 def plot_coverage_efficiency(df: pd.DataFrame, guarantee: str = "mc", *, heterogeneity: str = "severe",
                              alpha: float = 0.1, delta: float = 0.1, ax=None):
     "Scatter of MC (CCC) against set size relative to CP, one point per (method, dataset)."
@@ -360,6 +368,7 @@ def figure1_star(*, n: int = 100, # calibration size
         out["WCP"][s], out["CP n_eff"][s], out["n_eff"][s] = np.mean(st <= q_w), np.mean(st <= q_e), ne
     return out
 
+# %% ../nbs/08d_report.ipynb #354418f6
 def plot_figure1(res: dict, alpha: float = 0.1, ax=None):
     "Empirical CDFs of the per-draw coverage in the styles of the paper's Figure 1."
     if ax is None:

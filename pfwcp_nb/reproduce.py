@@ -70,6 +70,7 @@ def total_uncertainty(se, # Monte Carlo standard error(s) of one training's esti
     "sqrt(se^2 + train_sd^2): the uncertainty of one training's estimate against a fixed reference (e.g. the paper)."
     return np.sqrt(np.asarray(se, dtype=float) ** 2 + np.asarray(train_sd, dtype=float) ** 2)
 
+# %% ../nbs/08g_reproduce.ipynb #63436dd4
 def reproduction_z(stored, stored_se, new, new_se, train_sd=0.0) -> np.ndarray:
     """z-score of a re-run against a stored value: (new - stored) / sqrt(se_stored^2 + se_new^2 + 2 train_sd^2); 0 where
     both agree exactly, +-inf where they differ with no uncertainty at all (e.g. CCC 100 % with s.e. 0)."""
@@ -181,6 +182,7 @@ def cli_cell(text: str) -> tuple[str, str, str]:
                                          f"METHOD in {list(METHODS)}, GUARANTEE in {list(GUARANTEES)}; got {text!r}")
     return tuple(parts)
 
+# %% ../nbs/08g_reproduce.ipynb #c2864b1d
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pfwcp-reproduce", description=
         "Re-run named cells of a stored results.csv from scratch (models trained again, fresh cache) and compare: "
@@ -222,6 +224,7 @@ def _parse(argv):
             p.error(f"argument --cells: {e}")
     return p, a
 
+# %% ../nbs/08g_reproduce.ipynb #cd29ec70
 def main(argv: Sequence[str] | None = None) -> int:
     "Entry point of `pfwcp-reproduce`: exit status 0 (reproduced), 1 (a cell outside --z-max), 2 (usage)."
     p, a = _parse(argv)

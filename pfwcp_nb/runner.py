@@ -53,7 +53,7 @@ try:                          # the optional extra: only `--backend ray` needs i
     import ray                #   'pip install "pfwcp_nb[flower]"' (`_parse`, `_execute_ray`)
 except ImportError:
     ray = None
-from ._validate import add_param_docs
+from ._validate import ENGINES, check_engine_name, add_param_docs
 
 # %% auto #0
 __all__ = ['WEIGHT_KINDS', 'METHOD_OPTIONS', 'TRAIN_KW_KEYS', 'DEMO_TRAIN_KW', 'check_method_kw', 'ensure_setup', 'run_chunk',
@@ -91,6 +91,7 @@ def _federation(cfg: RunConfig, data_dir):
         _MEMO[key] = make_federation(cfg.dataset, cfg.heterogeneity, K=cfg.K, seed=cfg.seed, data_dir=data_dir)
     return _MEMO[key]
 
+# %% ../nbs/08f_runner.ipynb #d321dfa0
 def ensure_setup(cfg: RunConfig, cache: ResultCache, *, data_dir=None, need_localizer: bool = True,
                  progress: bool = True) -> TrainedSetup:
     "The trained setup of `cfg`: from the process memo, else the cache, else trained now (and cached)."
@@ -115,12 +116,14 @@ def ensure_setup(cfg: RunConfig, cache: ResultCache, *, data_dir=None, need_loca
     _MEMO[key] = st
     return st
 
+# %% ../nbs/08f_runner.ipynb #cddc52dd
 def _cache_setup(path, st: TrainedSetup, cfg: RunConfig):
     try:
         atomic_pickle(path, st)
     except (pickle.PicklingError, TypeError, AttributeError, ImportError) as e:   # run on without a model cache
         warnings.warn(f"trained models of {cfg.setup_key()} could not be pickled ({e}); they are not cached.")
 
+# %% ../nbs/08f_runner.ipynb #b0572a3e
 def _missing_parts(st: TrainedSetup, need_localizer: bool) -> bool:
     "Whether `st` lacks FWCP's classifier, or the localizer when `need_localizer`."
     return st.fwcp is None or (need_localizer and st.localizer is None)
@@ -132,6 +135,7 @@ def _method_fn(method: str) -> Callable:
         raise ValueError(f"unknown method {method!r}; `methods` must be names in baselines.METHODS: {list(METHODS)}.")
     return METHODS[method].fn
 
+# %% ../nbs/08f_runner.ipynb #aafd1fe6
 def _loc_pool(cfg: RunConfig, cache: ResultCache, setup: TrainedSetup, fed):
     "(pool samples, frozen sampler) of a setup, built once per process: pooled on real data, frozen on synthetic."
     key = ("locpool", str(cache.root), cfg.setup_key())
@@ -219,6 +223,7 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
 def _chunks(n_sims: int, chunk_size: int) -> list[tuple[int, int]]:
     return [(a, min(a + chunk_size, n_sims)) for a in range(0, n_sims, chunk_size)]
 
+# %% ../nbs/08f_runner.ipynb #6df36d7c
 def _merge_cell(cfg: RunConfig, cache: ResultCache, cell, chunks) -> Path:
     "Concatenate the chunk files of a finished cell into its cell file; delete the chunks."
     parts = [load_cell(cache.chunk_path(cfg, *cell, a, b)) for a, b in chunks]
@@ -227,21 +232,20 @@ def _merge_cell(cfg: RunConfig, cache: ResultCache, cell, chunks) -> Path:
                 label=method_label(method, w), guarantee=g, n_sims=cfg.n_sims, n_test=cfg.n_test, alpha=cfg.alpha,
                 delta=cfg.delta, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train, n_cal=cfg.n_cal,
                 n_cal_test=cfg.n_cal_test, engine=cfg.engine, options=cfg.options(method),
-                n_flagged=int(sum(p["meta"].get("n_flagged", 0) for p in parts)),
+                n_flagged=int(sum(p["meta"]["n_flagged"] for p in parts)),
                 train_kw=json.loads(cfg.train_kw), ratio_model=cfg.ratio_model,
                 seconds=float(sum(p["meta"]["seconds"] for p in parts)),
                 draw_seconds=float(sum(p["meta"]["draw_seconds"] for p in parts)),
                 errors=[e for p in parts for e in p["meta"]["errors"]][:10],
                 n_errors=int(sum(np.isnan(p["coverage"]).sum() for p in parts)),
-                n_warned=int(sum(p["meta"]["n_warned"] for p in parts))           # None: chunks that predate
-                if all("n_warned" in p["meta"] for p in parts) else None,           # the warning count
-                warnings=[m for p in parts for m in p["meta"].get("warnings", [])][:5])
+                n_warned=int(sum(p["meta"]["n_warned"] for p in parts)),
+                warnings=[m for p in parts for m in p["meta"]["warnings"]][:5])
     path = cache.cell_path(cfg, *cell)
     atomic_save_npz(path, coverage=np.concatenate([p["coverage"] for p in parts]),
                      size=np.concatenate([p["size"] for p in parts]),
                      size_finite=np.concatenate([p["size_finite"] for p in parts]),
                      inf_count=np.concatenate([p["inf_count"] for p in parts]),
-                     flagged=np.concatenate([p.get("flagged", np.zeros(p["coverage"].size, dtype=bool)) for p in parts]),
+                     flagged=np.concatenate([p["flagged"] for p in parts]),
                      meta=np.array(json.dumps(meta)))
     shutil.rmtree(cache.chunk_path(cfg, *cell, 0, 1).parent, ignore_errors=True)
     return path
@@ -257,19 +261,23 @@ def _as_list(x, what: str, allowed=None) -> list:
             raise ValueError(f"`{what}` must be among {tuple(allowed)}, got {bad}.")
     return xs
 
+# %% ../nbs/08f_runner.ipynb #44408b3c
 def default_methods(weights: str = "estimated") -> list[str]:
     "All methods of `baselines.METHODS` in the paper's order; for oracle weights only those whose record uses weights."
     order = sorted(METHODS, key=lambda m: METHODS[m].order)
     return order if weights == "estimated" else [m for m in order if METHODS[m].uses_weights]
 
+# %% ../nbs/08f_runner.ipynb #053fc35d
 def _worker_init():
     torch.set_num_threads(1)
 
+# %% ../nbs/08f_runner.ipynb #4254bb7f
 def _check_open_unit(x, name):
     if not isinstance(x, (int, float, np.floating)) or not 0 < x < 1:
         raise ValueError(f"`{name}` must be a number in (0, 1), got {x!r}.")
     return float(x)
 
+# %% ../nbs/08f_runner.ipynb #4f4399ac
 def _check_grid_args(alpha, delta, counts: dict, n_cal_test, engine, backend, address, device) -> tuple[float, float]:
     "The checks of `run_grid`'s scalar arguments, in its order; returns (alpha, delta) as floats."
     alpha, delta = _check_open_unit(alpha, "alpha"), _check_open_unit(delta, "delta")
@@ -279,8 +287,7 @@ def _check_grid_args(alpha, delta, counts: dict, n_cal_test, engine, backend, ad
     if n_cal_test is not None and (isinstance(n_cal_test, bool) or not isinstance(n_cal_test, (int, np.integer))
                                    or n_cal_test < 1):
         raise ValueError(f"`n_cal_test` must be a positive integer or None, got {n_cal_test!r}.")
-    if engine not in ("exact", "mc"):
-        raise ValueError(f"`engine` must be 'exact' or 'mc', got {engine!r}.")
+    check_engine_name(engine)
     if backend not in ("process", "ray"):
         raise ValueError(f"`backend` must be 'process' or 'ray', got {backend!r}.")
     if address is not None and backend != "ray":
@@ -298,6 +305,7 @@ def _check_exclude(exclude) -> set:
         raise ValueError(f"`exclude` entries must look like 'METHOD:mc' or 'METHOD:ccc', got {bad}.")
     return excl
 
+# %% ../nbs/08f_runner.ipynb #aabc3617
 def _pending_work(cache: ResultCache, plan, chunks) -> list:
     "The chunks still missing per dataset: [(cfg, need_localizer, [(cells, start, stop), ...]), ...]."
     work = []                                      # (cfg, need_localizer, [(cells, start, stop), ...])
@@ -385,10 +393,12 @@ def _reuses(cache: ResultCache, cfg: RunConfig, cells) -> bool:
     return cache.setup_path(cfg).exists() or any(
         cache.cell_path(cfg, *c).exists() or any(cache.chunk_path(cfg, *c, 0, 1).parent.glob("*.npz")) for c in cells)
 
+# %% ../nbs/08f_runner.ipynb #da29f444
 def _train_only(cfg: RunConfig, cache_root, data_dir, need_localizer: bool) -> str:
     ensure_setup(cfg, ResultCache(cache_root), data_dir=data_dir, need_localizer=need_localizer, progress=False)
     return cfg.setup_key()
 
+# %% ../nbs/08f_runner.ipynb #a19c0a60
 def _execute(work, cache: ResultCache, data_dir, jobs: int, progress: bool):
     """Train every dataset's models, then run its chunks. With `jobs` > 1 the trainings run in the worker pool
     too, and a dataset's chunks are submitted as soon as its models are trained (pipelined)."""
@@ -462,20 +472,18 @@ def collect_results(cache: ResultCache, plan, alpha: float = 0.1) -> pd.DataFram
             ok = ~np.isnan(z["coverage"])
             met = coverage_metrics(z["coverage"][ok], z["size"][ok], alpha, z["inf_count"][ok], cfg.n_test) \
                 if ok.any() else {}
-            if ok.any() and "size_finite" in z:       # Eff over the finite sets only (differs from Eff when inf_frac > 0)
+            if ok.any():                              # Eff over the finite sets only (differs from Eff when inf_frac > 0)
                 met["Eff_finite"] = float(np.nanmean(z["size_finite"][ok])) if np.isfinite(
                     z["size_finite"][ok]).any() else np.nan
             rows.append(dict(dataset=cfg.dataset, heterogeneity=cfg.heterogeneity, weights=c[2], guarantee=c[1],
                              method=method_label(c[0], c[2]), **met, n_errors=meta["n_errors"],
-                             n_warned=np.nan if meta.get("n_warned") is None else meta["n_warned"],
-                             n_flagged=meta.get("n_flagged", np.nan), options=json.dumps(cfg.options(c[0]), sort_keys=True),
+                             n_warned=meta["n_warned"], n_flagged=meta["n_flagged"], options=json.dumps(cfg.options(c[0]), sort_keys=True),
                              seconds=meta["seconds"], draw_seconds=meta["draw_seconds"], n_test=cfg.n_test,
                              n_cal_test=cfg.n_cal if cfg.n_cal_test is None else cfg.n_cal_test,
                              alpha=cfg.alpha, delta=cfg.delta if c[1] == "ccc" else np.nan, seed=cfg.seed,
                              model_seed=cfg.model_seed, train_kw=cfg.train_kw, ratio_model=cfg.ratio_model))
             draws[(cfg.dataset, cfg.heterogeneity, c[2], c[1], method_label(c[0], c[2]))] = dict(
-                coverage=z["coverage"], size=z["size"], size_finite=z.get("size_finite", z["size"]),
-                flagged=z.get("flagged", np.zeros(z["coverage"].size, dtype=bool)))
+                coverage=z["coverage"], size=z["size"], size_finite=z["size_finite"], flagged=z["flagged"])
     cols = ["dataset", "heterogeneity", "weights", "guarantee", "method", "MC", "MC_se", "CCC", "CCC_se", "CMC",
             "CMC_se", "Eff", "Eff_se", "inf_frac", "Eff_finite", "n_sims", "n_errors", "n_warned", "n_flagged", "options", "seconds", "draw_seconds", "n_test",
             "n_cal_test", "alpha", "delta", "seed", "model_seed", "train_kw", "ratio_model"]
@@ -516,6 +524,7 @@ def _ray_train(cfg: RunConfig, data_dir, need_localizer: bool, base: TrainedSetu
             _MEMO[("setup", d, cfg.setup_key())] = base
         return ensure_setup(cfg, ResultCache(d), data_dir=data_dir, need_localizer=need_localizer, progress=False)
 
+# %% ../nbs/08f_runner.ipynb #76bb74dc
 def _ray_chunk(cfg: RunConfig, cells, start: int, stop: int, setup: TrainedSetup, data_dir) -> dict:
     "Ray task: `run_chunk` in a scratch cache; returns {cell: bytes of its chunk file}."
     _worker_init()
@@ -604,12 +613,14 @@ def cli_train_kw(text: str) -> dict:
 
 _RAY_ADDRESS = re.compile(r"auto|local|(ray://)?[A-Za-z0-9.\-]+:[0-9]{1,5}")
 
+# %% ../nbs/08f_runner.ipynb #24eca1b3
 def cli_ray_address(text: str) -> str:
     "argparse `type=`: a Ray cluster address: auto, local, HOST:PORT or ray://HOST:PORT (`--address`)."
     if not _RAY_ADDRESS.fullmatch(text):
         raise argparse.ArgumentTypeError(f"must be auto, local, HOST:PORT or ray://HOST:PORT, got {text!r}")
     return text
 
+# %% ../nbs/08f_runner.ipynb #b5428a73
 def cli_exclude_cell(text: str) -> str:
     "argparse `type=`: METHOD:GUARANTEE with METHOD in `baselines.METHODS` and GUARANTEE mc or ccc (`--exclude`)."
     m, sep, g = text.partition(":")
@@ -631,6 +642,7 @@ def cli_gamma(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"must be a number >= 1 or 'auto', got {text!r}")
     return g
 
+# %% ../nbs/08f_runner.ipynb #53e87141
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pfwcp-experiments",
                                 description="Run the paper's experiments (Section 3): metrics MC/CCC, CMC, Eff of every "
@@ -662,7 +674,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=cli_level, default=0.1,
                    help="CCC level: coverage >= 1-alpha with probability >= 1-delta over the calibration draw, "
                         "in (0, 1) (default 0.1)")
-    p.add_argument("--engine", default="exact", choices=("exact", "mc"),
+    p.add_argument("--engine", default="exact", choices=("exact", "monte-carlo"),
                    help="coverage engine of Procedure 1 / the one-shot tau search (default exact)")
     p.add_argument("--out", default="pfwcp_results", help="output directory (tables, CSV, figures, cache; default pfwcp_results)")
     p.add_argument("--cache", default=None, help="cache directory (default OUT/cache)")
@@ -741,6 +753,7 @@ def _cpu_model() -> str:
                 return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
+# %% ../nbs/08f_runner.ipynb #7df55855
 def provenance(jobs: int | None = None, # worker processes of the run (`--jobs`), or None
               ) -> dict: # cpu, cpus, torch_threads, torch_cpu_capability, blas, platform, versions (and jobs)
     "Where a run ran: CPU model and count, torch and BLAS thread counts and code paths, versions of the numerical stack."
@@ -759,9 +772,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     "Entry point of `pfwcp-experiments` (`argv`: the arguments, default `sys.argv[1:]`); returns None, i.e. exit status 0."
     cli_run(argv)
 
+# %% ../nbs/08f_runner.ipynb #ab257404
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
+# %% ../nbs/08f_runner.ipynb #0661024c
 def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
     "`pfwcp-experiments` as a function: parse `argv`, run, write the outputs, return the results DataFrame."
     args = _parse(argv)

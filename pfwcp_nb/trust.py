@@ -47,6 +47,7 @@ def _own_agent(model: PFWCP, own_scores, own_weights) -> tuple:
         raise ValueError(f"`own_weights` must have one row per own calibration point: shape (n_1={s0.size}, K), got {W.shape}.")
     return s0, W
 
+# %% ../nbs/02c_trust.ipynb #76b670de
 def with_gamma(model: PFWCP, # a calibrated PFWCP
                gamma: float, # band factor >= 1 for agents 2..K
               ) -> PFWCP:
@@ -58,6 +59,7 @@ def with_gamma(model: PFWCP, # a calibrated PFWCP
     out.gamma, out.gammas_ = g, np.r_[1.0, np.full(len(model.summaries_) - 1, g)]
     return out
 
+# %% ../nbs/02c_trust.ipynb #bdc6bbe3
 def loo_thresholds(model: PFWCP, # calibrated in process; agent 0 = the test agent
                    own_scores, # the test agent's calibration scores s^1_i (n_1,), in the order of `own_weights`
                    own_weights, # omega^k(X^1_i) at those points (n_1, K); column 0 ones
@@ -82,6 +84,7 @@ def loo_thresholds(model: PFWCP, # calibrated in process; agent 0 = the test age
 class TrustWarning(UserWarning):
     "The test agent's leave-one-out check says the federated threshold covers significantly less than 1-alpha."
 
+# %% ../nbs/02c_trust.ipynb #0da237db
 @dataclass(frozen=True)
 class TrustReport:
     "What the test agent learns from `trust_check`."
@@ -104,6 +107,7 @@ class TrustReport:
                 f"{np.min(self.n_eff[1:]):.1f}-{np.max(self.n_eff[1:]):.1f}, test agent's weight {self.test_agent_weight:.2f}; "
                 f"gamma {self.gamma:g}")
 
+# %% ../nbs/02c_trust.ipynb #412c12ba
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     "Exact two-sided binomial interval for k successes in n trials."
     r = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="exact")
@@ -137,6 +141,7 @@ class BandWarning(UserWarning):
 
 GAMMA_GRID: tuple = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)   # candidate band factors of `choose_gamma`, increasing
 
+# %% ../nbs/02c_trust.ipynb #4f416fdb
 def loo_target(n1: int, # the test agent's calibration points
                alpha: float, # miscoverage level
                delta: float | None = None, # None: MC (the plug-in count); else the CCC level
@@ -145,6 +150,7 @@ def loo_target(n1: int, # the test agent's calibration points
     a = check_unit_open(alpha, "alpha") if delta is None else ccc_alpha(alpha, delta, n1)
     return int(np.ceil((1.0 - a) * n1 * (1.0 - WQ_TOL)))
 
+# %% ../nbs/02c_trust.ipynb #2ae5bca0
 def choose_gamma(model: PFWCP, # calibrated in process (its own `gamma` is ignored)
                  own_scores, own_weights, # as in `loo_thresholds`
                  grid=GAMMA_GRID, # increasing candidate factors >= 1
@@ -180,6 +186,7 @@ class Regime:
     cp_finite: bool        # local CP gives a finite threshold for this guarantee at n_1
     reason: str            # why
 
+# %% ../nbs/02c_trust.ipynb #5ac6e5ec
 def cp_is_finite(n1: int, alpha: float, delta: float | None = None) -> bool:
     "Whether split CP on n1 points gives a finite threshold for the guarantee (MC: level alpha; CCC: `ccc_alpha`)."
     a = check_unit_open(alpha, "alpha") if delta is None else ccc_alpha(alpha, delta, n1)
@@ -187,6 +194,7 @@ def cp_is_finite(n1: int, alpha: float, delta: float | None = None) -> bool:
 
 DOMINANT_WEIGHT = 0.5   # w_1 at which the test agent pins the federated threshold (the paper grid's largest tau)
 
+# %% ../nbs/02c_trust.ipynb #c41b0102
 def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), as the server holds them
               alpha: float = 0.1, # miscoverage level
               delta: float | None = None, # None: MC; else the CCC level

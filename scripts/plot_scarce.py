@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 ALPHA = DELTA = 0.1
-METHODS = ["CP", "FCP-QQ", "FWCP", "PFWCP", "osPFWCP"]
-COLORS = dict(zip(METHODS, ["k", "tab:orange", "tab:green", "tab:blue", "tab:red"]))
+SCARCE_METHODS = ["CP", "FCP-QQ", "FWCP", "PFWCP", "osPFWCP"]
+COLORS = dict(zip(SCARCE_METHODS, ["k", "tab:orange", "tab:green", "tab:blue", "tab:red"]))
 
 
 def load(folder: Path) -> pd.DataFrame:
@@ -65,7 +65,7 @@ def plot(df: pd.DataFrame, out: Path) -> None:
     fig, axes = plt.subplots(4, len(groups), figsize=(3.2 * len(groups), 10), squeeze=False, sharex=True)
     for j, (ds, w) in enumerate(groups):
         d = df[(df.dataset == ds) & (df.weights == w)]
-        for m in METHODS:
+        for m in SCARCE_METHODS:
             for g, ls in (("mc", "-"), ("ccc", "--")):
                 r = d[(d.method == m) & (d.guarantee == g)].sort_values("n_cal_test")
                 if r.empty:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from pfwcp_nb.runner import run_grid
 
-METHODS = ["CP", "FCP-QQ", "FWCP", "PFWCP", "osPFWCP"]
+SCARCE_METHODS = ["CP", "FCP-QQ", "FWCP", "PFWCP", "osPFWCP"]
 
 
 def main(argv=None) -> int:
@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     t0, frames = time.time(), []
     for k in a.ks:
         for w in a.weights:
-            ms = METHODS if w == "estimated" else [m for m in METHODS if m not in ("CP", "FCP-QQ")]
+            ms = SCARCE_METHODS if w == "estimated" else [m for m in SCARCE_METHODS if m not in ("CP", "FCP-QQ")]
             df = run_grid(["gaussian"], ms, ["mc", "ccc"], weights=w, K=k, n_cal_test=a.n_cal_test,
                           n_sims=a.n_sims, n_test=a.n_test, seed=0, jobs=a.jobs, cache_dir=a.cache, progress=False)
             frames.append(df.drop(columns=[c for c in df.columns if c == "K"]).assign(K=k))

@@ -438,6 +438,6 @@ def test_qq_levels_with_the_monte_carlo_engine():
     rng = np.random.default_rng(5)
     d = simple([rng.normal(size=60) for _ in range(3)])
     # computed once per (n_k, alpha, delta): the per-draw seed does not change FCP-QQ
-    np.testing.assert_array_equal(fcp_qq(d, 0.1, engine="mc", seed=1), fcp_qq(d, 0.1, engine="mc", seed=2))
-    ch_mc, ch_ex = qq_choice(d.n, 0.1, engine="mc"), qq_choice(d.n, 0.1)
+    np.testing.assert_array_equal(fcp_qq(d, 0.1, engine="monte-carlo", seed=1), fcp_qq(d, 0.1, engine="monte-carlo", seed=2))
+    ch_mc, ch_ex = qq_choice(d.n, 0.1, engine="monte-carlo"), qq_choice(d.n, 0.1)
     assert ch_mc.feasible and abs(ch_mc.value - ch_ex.value) < 0.01     # both just above 1 - alpha

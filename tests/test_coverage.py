@@ -39,7 +39,7 @@ def test_cdf_brute_force_with_exact_threshold_ties():
             ws = w / w.sum()
             brute = sum(np.prod(np.where(S, p, 1 - p)) for S in map(np.array, product([0, 1], repeat=K))
                         if ws[S.astype(bool)].sum() >= (1 - tau) - 1e-9)
-            assert abs(wqb_cdf([u], beta, n_eff, tau, weights=w)[0] - brute) < 1e-12
+            assert abs(wqb_cdf([u], beta, n_eff, tau, agg_weights=w)[0] - brute) < 1e-12
 
 
 def test_singular_beta_density_stays_accurate():
@@ -66,8 +66,8 @@ def test_equal_weights_order_statistic_mean():
 
 def test_mc_engine_is_seeded():
     n_eff = np.array([50., 20., 5.])
-    A = coverage_objective([0.1, 0.2], n_eff, [0.0, 0.3], engine="mc", n_rep=500, rng=1)
-    B = coverage_objective([0.1, 0.2], n_eff, [0.0, 0.3], engine="mc", n_rep=500, rng=1)
+    A = coverage_objective([0.1, 0.2], n_eff, [0.0, 0.3], engine="monte-carlo", n_rep=500, rng=1)
+    B = coverage_objective([0.1, 0.2], n_eff, [0.0, 0.3], engine="monte-carlo", n_rep=500, rng=1)
     np.testing.assert_array_equal(A, B)
 
 
@@ -89,8 +89,8 @@ def test_wqb_cdf_above_max_exact_k_is_bounded():
     (lambda: coverage_objective([0.1], [10, 10], [0.1], alpha=1.0), "alpha"),
     (lambda: coverage_objective([0.1], [10, 10], [0.1], alpha=0.0), "alpha"),
     (lambda: coverage_objective(np.ones((2, 3)) * 0.1, [10, 10], [0.1]), "beta"),
-    (lambda: coverage_objective([0.1], [10, 10], [0.1], weights=[1, 1, 1]), "weights"),
-    (lambda: coverage_objective([0.1], [10, 10], [0.1], weights=[0, 0]), "weights"),
+    (lambda: coverage_objective([0.1], [10, 10], [0.1], agg_weights=[1, 1, 1]), "weights"),
+    (lambda: coverage_objective([0.1], [10, 10], [0.1], agg_weights=[0, 0]), "weights"),
     (lambda: coverage_objective([0.1], [10, 10], [0.1], engine="magic"), "engine"),
 ])
 def test_bad_input(call, match):
@@ -196,7 +196,8 @@ def _levels(rng, R, K, kind):
 
 def _assert_same_search(beta, n_eff, taus, target, **kw):
     from pfwcp_nb.coverage import largest_feasible_tau
-    i_old, v_old, ok_old = _search_5c99045(beta, n_eff, taus, target, **kw)
+    i_old, v_old, ok_old = _search_5c99045(beta, n_eff, taus, target, **kw)      # 5c99045 called them `weights`
+    kw = {("agg_weights" if k == "weights" else k): v for k, v in kw.items()}
     i_new, v_new, ok_new = largest_feasible_tau(beta, n_eff, taus, target, **kw)
     np.testing.assert_array_equal(i_new, i_old)
     np.testing.assert_array_equal(ok_new, ok_old)

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from pfwcp_nb import metrics, pipeline, report, runner
-from pfwcp_nb.cache import ResultCache, RunConfig, _stable_hash, load_cell
+from pfwcp_nb import cache as cache_mod
+from pfwcp_nb.cache import CACHE_SCHEMA, ResultCache, RunConfig, _stable_hash, load_cell
 
 # ---------------------------------------------------------------- metrics
 
@@ -378,7 +379,7 @@ def test_warnings_are_counted_per_cell_not_dropped(cache_dir, gaussian_run, monk
     df = runner.run_grid(["gaussian"], ["CP", "FCP"], ["mc"], cache_dir=cache_dir, **{**SMALL, "n_sims": 4, "chunk_size": 2})
     got = dict(zip(df.method, df.n_warned))
     assert got == {"CP": 4, "FCP": 0}
-    meta = load_cell(next(Path(cache_dir, "cells").glob("gaussian__*__CP__mc__S4_*")))["meta"]
+    meta = load_cell(next(Path(cache_dir, "cells").glob(f"v{CACHE_SCHEMA}__gaussian__*__CP__mc__S4_*")))["meta"]
     assert meta["warnings"] and "test warning from CP" in meta["warnings"][0]
 
 # ---------------------------------------------------------------- frozen localizer noise (synthetic datasets)
@@ -417,19 +418,33 @@ def test_frozen_noise_rejects_other_samplers():
 
 def test_cache_keys_name_the_training_settings_and_ignore_the_device():
     cfg = RunConfig("gaussian")
-    old = _stable_hash([11, 50, 100, "exact", {}])          # keys of earlier versions
-    cur = _stable_hash([11, 50, 100, "exact", pipeline.DEFAULT_TRAIN_KW])
+    cur = _stable_hash(dict(K=11, n_train=50, n_cal=100, n_cal_test=None, engine="exact",
+                            train_kw=pipeline.DEFAULT_TRAIN_KW, options={}, ratio_model="paper"))
     assert pipeline.DEFAULT_TRAIN_KW["ratios"]["hparams"] == "paper"
     assert cfg.cell_key("PFWCP", "mc", "estimated").endswith(cur)             # the default hparams are in the key
-    assert not cfg.cell_key("PFWCP", "mc", "estimated").endswith(old)         # cells of earlier versions (no hparams in the key) are not reused
-    assert RunConfig("airfoil").cell_key("FGLCP", "mc", "estimated").endswith(cur)    # pooled samples: no tag
-    assert not cfg.cell_key("FGLCP", "mc", "estimated").endswith(cur)        # frozen noise: other numbers, new key
+    assert cfg.cell_key("PFWCP", "mc", "estimated").startswith(f"v{CACHE_SCHEMA}__")
     cuda = RunConfig("gaussian", device="cuda")
     assert cuda.setup_key() == cfg.setup_key() and cuda.cell_key("CP", "mc", "oracle") == cfg.cell_key("CP", "mc", "oracle")
     n1 = RunConfig("gaussian", n_cal_test=20)
     assert n1.setup_key() == cfg.setup_key()                  # the trained models do not depend on it
     assert n1.cell_key("CP", "mc", "estimated") != cfg.cell_key("CP", "mc", "estimated")
     assert n1.cell_key("CP", "mc", "estimated") != RunConfig("gaussian", n_cal_test=50).cell_key("CP", "mc", "estimated")
+    assert RunConfig("gaussian", n_cal_test=100).cell_key("CP", "mc", "estimated") != cfg.cell_key("CP", "mc", "estimated")
+
+
+def test_files_of_another_cache_schema_are_not_found(tmp_path, monkeypatch):
+    "Files written under another CACHE_SCHEMA have other names: a run does not read them, it computes them again."
+    kw = dict(n_sims=2, n_test=20, chunk_size=2, train_kw={"predictor": {"epochs": 5}, "ratios": {"epochs": 5}},
+              cache_dir=tmp_path, progress=False)
+    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "cold"
+    files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert files and all(p.name.startswith(f"v{CACHE_SCHEMA}__") for p in files)
+    monkeypatch.setattr(cache_mod, "CACHE_SCHEMA", CACHE_SCHEMA + 1)      # a newer package: the old files are not found
+    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "cold"
+    new = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file() and p.relative_to(tmp_path) not in files)
+    assert len(new) == len(files) and all(p.name.startswith(f"v{CACHE_SCHEMA + 1}__") for p in new)   # models and cell again
+    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "warm"
+    assert all((tmp_path / p).exists() for p in files)                   # the old files are left alone, unread
 
 def test_n_cal_test_sizes_of_the_draw():
     from pfwcp_nb.data import make_federation
@@ -474,12 +489,12 @@ def test_cache_cold_then_warm(tmp_path):
     assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **{**kw, "cache_dir": None}).attrs["cache"] == "cold"
 
 
-def test_unreadable_cached_models_warn_and_are_retrained(tmp_path):
-    "A models pickle of another package version (here: a class in a module that does not exist) is not a crash."
+def test_unreadable_cached_models_name_the_cache_schema(tmp_path):
+    "A models pickle of the current schema that cannot be read (a class that is gone) is an error naming CACHE_SCHEMA."
     cache, cfg = ResultCache(tmp_path), RunConfig("gaussian")
     path = cache.setup_path(cfg)
     path.parent.mkdir(parents=True)
     path.write_bytes(b"cpfwcp_nb.no_such_module\nTrainedSetup\n.")      # protocol-0 pickle of a missing class
-    with pytest.warns(UserWarning, match="cannot be read by this version"):
-        assert cache.load_setup(cfg) is None
+    with pytest.raises(ValueError, match="without a new CACHE_SCHEMA"):
+        cache.load_setup(cfg)
     assert cache.load_setup(RunConfig("poisson")) is None               # no file: None, no warning

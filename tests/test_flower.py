@@ -17,11 +17,11 @@ from flwr.app import Context, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
 import pfwcp_nb.flower as fl
-from pfwcp_nb.flower import (METHODS, agent_client_app, agent_reply, collect_summaries, pack, request,
+from pfwcp_nb.flower import (PROTOCOLS, agent_client_app, agent_reply, collect_summaries, pack, request,
                              simulate_many, thresholds_over_flower, unpack)
 from pfwcp_nb.query_policy import QueryPolicy, QueryRefused
-from pfwcp_nb.oneshot import OneShotPFWCP
-from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage
+from pfwcp_nb.oneshot import OneShotMessage, OneShotPFWCP
+from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary
 
 ROOT = Path(__file__).resolve().parents[1]
 MESSAGE_FIELDS = {c.__name__: {f.name for f in fields(c)} for c in (AgentSummary, AgentMessage, OneShotMessage)}
@@ -62,7 +62,7 @@ def test_simulate_equals_in_process_and_only_protocol_fields_leave_the_clients(t
     # one Flower simulation: both methods, MC and CCC, +inf answers; every outgoing client message recorded
     K, n, m = 4, 37, 23                                      # n != m: a score array would show up as n numbers
     scores, weights, tw = federation(0, K, n, m)
-    runs = [dict(method=me, delta=de) for me in METHODS for de in (None, 0.1)]
+    runs = [dict(method=me, delta=de) for me in PROTOCOLS for de in (None, 0.1)]
     log = tmp_path / "sent.jsonl"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -155,7 +155,7 @@ def test_server_logic_with_the_real_client_app(task_identity, seed):
     grid = InProcessGrid(client_for(agents), {int(nid): k for k, nid in enumerate(node_ids)})
     nodes, summ = collect_summaries(grid, K)
     assert nodes == [int(x) for x in node_ids]
-    for me in METHODS:
+    for me in PROTOCOLS:
         for de in (None, 0.1):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -282,7 +282,7 @@ def _run_in_process(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", PROTOCOLS)
 def test_simulate_weights_none_means_ones_for_every_agent(task_identity, monkeypatch, method):
     seen = _run_in_process(monkeypatch)
     scores, _, tw = federation(5, 3, 40, 9)
@@ -314,7 +314,7 @@ def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path
         fl.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
     got = np.load(tmp_path / "q.npz")
     assert sorted(got.files) == ["ospfwcp-ccc", "ospfwcp-mc", "pfwcp-ccc", "pfwcp-mc"]
-    for me in METHODS:
+    for me in PROTOCOLS:
         for cr, de in (("mc", None), ("ccc", fl.RUN_CONFIG["delta"][0])):
             np.testing.assert_array_equal(got[f"{me}-{cr}"], in_process(scores, weights, tw, me, de))
 
@@ -536,7 +536,7 @@ BYZANTINE = {   # red team finding 2: one agent's replies that set every thresho
 }
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", PROTOCOLS)
 def test_one_malicious_agent_cannot_claim_a_larger_n_than_the_operator_agreed(task_identity, method):
     scores, weights, tw = federation(6, 3, 30, 7)
     agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]

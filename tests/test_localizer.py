@@ -104,8 +104,8 @@ def test_sampler_pickled_before_features_is_refused_not_skipped():
     assert pickle.loads(pickle.dumps(EngressionSampler(None, batch=9))).features is None
 
 
-def test_cached_models_with_an_old_sampler_warn_and_are_retrained(tmp_path):
+def test_cached_models_with_an_old_sampler_are_an_error_naming_the_schema(tmp_path):
     cache, cfg = ResultCache(tmp_path), RunConfig("gaussian")
     atomic_pickle(cache.setup_path(cfg), {"localizer": Localizer(_old_sampler())})
-    with pytest.warns(UserWarning, match="cannot be read by this version"):
-        assert cache.load_setup(cfg) is None
+    with pytest.raises(ValueError, match="without a new CACHE_SCHEMA"):
+        cache.load_setup(cfg)

@@ -62,7 +62,7 @@ def test_oneshot_above_max_exact_k_is_certified():
         model = OneShotPFWCP(0.1, 0.1).calibrate(agents)
         sel = model.select(tw)
     n_eff = np.array([a.summary().n_eff for a in agents])
-    lo, hi, _ = feasibility_bounds(sel.betas, n_eff, model.taus_, 0.1, 0.9 - 1e-8, weights=model.agg_weights_)
+    lo, hi, _ = feasibility_bounds(sel.betas, n_eff, model.taus_, 0.1, 0.9 - 1e-8, agg_weights=model.agg_weights_)
     for r in range(12):
         if sel.feasible[r]:
             assert lo[r, sel.index[r]] >= 0.9 - 1e-8 and sel.value[r] == lo[r, sel.index[r]]

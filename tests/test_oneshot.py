@@ -9,8 +9,8 @@ from scipy import stats
 from pfwcp_nb.coverage import coverage_objective
 from hypothesis import given, settings, strategies as st
 
-from pfwcp_nb.oneshot import OneShotPFWCP, local_levels, oneshot_level, oneshot_tau_grid, select_tau_rows
-from pfwcp_nb.pfwcp import AgentCalibration, AgentSummary, OneShotMessage
+from pfwcp_nb.oneshot import OneShotMessage, OneShotPFWCP, local_levels, oneshot_level, oneshot_tau_grid, select_tau_rows
+from pfwcp_nb.pfwcp import AgentCalibration, AgentSummary
 from pfwcp_nb.procedure import FEAS_TOL, ccc_alpha, select_quantiles
 from pfwcp_nb.quantiles import quantile_of_quantiles, weighted_quantile
 
@@ -77,7 +77,7 @@ def test_vectorised_selection_equals_pointwise():
         target = 0.9
         for j in range(12):
             obj = coverage_objective(sel.betas[j][None, :], model.n_eff_, model.taus_, crit_alpha,
-                                     weights=model.agg_weights_)[0]
+                                     agg_weights=model.agg_weights_)[0]
             feas = obj >= target - FEAS_TOL
             if feas.any():
                 best = obj[feas].min()
@@ -240,8 +240,8 @@ def test_singular_beta_density_single_agent_exact(n):
 def test_mc_engine_runs_and_is_reproducible():
     agents = make_agents()
     TW = np.column_stack([np.ones(4), np.full((4, 4), 0.7)])
-    a = OneShotPFWCP(0.1, 0.1, engine="mc", n_rep=500, seed=5).calibrate(agents, beta_breve=0.15).select(TW)
-    b = OneShotPFWCP(0.1, 0.1, engine="mc", n_rep=500, seed=5).calibrate(agents, beta_breve=0.15).select(TW)
+    a = OneShotPFWCP(0.1, 0.1, engine="monte-carlo", n_rep=500, seed=5).calibrate(agents, beta_breve=0.15).select(TW)
+    b = OneShotPFWCP(0.1, 0.1, engine="monte-carlo", n_rep=500, seed=5).calibrate(agents, beta_breve=0.15).select(TW)
     np.testing.assert_array_equal(a.value, b.value)
 
 
@@ -323,8 +323,8 @@ def test_calibrate_from_messages_equals_agents(seed, delta, rule):
 def test_calibrate_from_messages_mc_engine_same_rng_path():
     agents = make_agents(K=4, seed=3)
     tw = np.random.default_rng(3).lognormal(size=(30, 4)); tw[:, 0] = 1
-    ref = OneShotPFWCP(0.1, engine="mc", n_rep=300, seed=5, beta_breve_rule="procedure1").calibrate(agents)
-    server = OneShotPFWCP(0.1, engine="mc", n_rep=300, seed=5, beta_breve_rule="procedure1")
+    ref = OneShotPFWCP(0.1, engine="monte-carlo", n_rep=300, seed=5, beta_breve_rule="procedure1").calibrate(agents)
+    server = OneShotPFWCP(0.1, engine="monte-carlo", n_rep=300, seed=5, beta_breve_rule="procedure1")
     level = server.plan([a.summary() for a in agents])
     server.calibrate([a.oneshot_message(level) for a in agents])
     with warnings.catch_warnings():

@@ -5,7 +5,8 @@ import warnings
 import numpy as np
 import pytest
 
-from pfwcp_nb.pfwcp import PROTOCOL_VERSION, PFWCP, AgentCalibration, AgentMessage, AgentSummary, OneShotMessage, aggregate
+from pfwcp_nb.pfwcp import PROTOCOL_VERSION, PFWCP, AgentCalibration, AgentMessage, AgentSummary, aggregate
+from pfwcp_nb.oneshot import OneShotMessage
 from pfwcp_nb.procedure import select_quantiles
 from pfwcp_nb.quantiles import effective_sample_size, quantile_of_quantiles, weighted_quantile
 from pfwcp_nb.data import make_federation
@@ -141,7 +142,7 @@ def simulate(delta, n_draws=200, m=1000, n=100, seed=0):
     g = gaussian_gammas()
     K = g.shape[0]
     rng = np.random.default_rng(seed)
-    qq = select_quantiles(np.full(K, float(n)), 0.1, delta, weights=np.full(K, 1 / K))   # FCP-QQ levels
+    qq = select_quantiles(np.full(K, float(n)), 0.1, delta, agg_weights=np.full(K, 1 / K))   # FCP-QQ levels
     cov = np.empty((n_draws, 2))
     for r in range(n_draws):
         cal = []

@@ -23,7 +23,7 @@ def test_default_is_the_paper_bit_for_bit(seed, delta):
     model = PFWCP(0.1, delta).calibrate(agents)
     assert model.select == "paper"
     ref = aggregate([a.message(model.choice_.beta, TW[:, k]) for k, a in enumerate(agents)],
-                    model.choice_.weights, model.choice_.tau)
+                    model.choice_.agg_weights, model.choice_.tau)
     np.testing.assert_array_equal(model.threshold(TW), ref)
     np.testing.assert_array_equal(PFWCP(0.1, delta, select="paper").calibrate(agents).threshold(TW), ref)
     beta, tau = model.cells(TW)
@@ -40,7 +40,7 @@ def test_finite_first_is_deterministic_and_finite_where_a_feasible_cell_is(delta
     assert np.any(np.isinf(paper) & np.isfinite(q))            # the seeded case: paper +inf, a finite feasible cell
     np.testing.assert_array_equal(q[np.isfinite(paper)], paper[np.isfinite(paper)])
     ch = model.choice_
-    inf = infinite_cells([a.summary().weight_total for a in agents], TW, ch.weights, *ch.grid)
+    inf = infinite_cells([a.summary().weight_total for a in agents], TW, ch.agg_weights, *ch.grid)
     feas = (ch.objective >= ch.target - FEAS_TOL).ravel()
     some_finite = ~inf.reshape(len(TW), -1)[:, feas].all(axis=1)
     np.testing.assert_array_equal(np.isfinite(q), some_finite)

@@ -49,7 +49,7 @@ def test_equal_weights_is_fcp_qq_order_statistic():
     # equal weights 1/K, equal n: U^(tau) is the ceil(K(1-tau))-th order statistic of K iid Betas
     K, n, alpha = 5, 40.0, 0.1
     betas, taus = np.array([0.12, 0.2]), np.array([0.0, 0.3, 0.5])
-    res = select_quantiles(np.full(K, n), alpha, grid=(betas, taus), weights=np.full(K, 1 / K))
+    res = select_quantiles(np.full(K, n), alpha, grid=(betas, taus), agg_weights=np.full(K, 1 / K))
     for i, b in enumerate(betas):
         law = stats.beta((1 - b) * (n + 1), b * (n + 1))
         for j, t in enumerate(taus):
@@ -81,16 +81,16 @@ def test_ties_give_identical_thresholds():
     assert np.all(tied.any(axis=1) == (np.arange(b.size) == i))   # only along tau, never across beta
     taus_tied = t[tied[i]]
     assert res.tau == taus_tied.max()
-    levels = aggregate_level(res.weights, taus_tied)
+    levels = aggregate_level(res.agg_weights, taus_tied)
     assert np.all(levels == levels[0])
     Q = np.random.default_rng(1).exponential(size=(2000, K))
     Q[::7, :3] = np.inf                                    # some infinite local quantiles too
-    thr = [quantile_of_quantiles(Q, res.weights, alpha=tt) for tt in taus_tied]
+    thr = [quantile_of_quantiles(Q, res.agg_weights, alpha=tt) for tt in taus_tied]
     for x in thr[1:]:
         np.testing.assert_array_equal(x, thr[0])
     # and an untied neighbour class gives a different threshold somewhere
-    other = t[(aggregate_level(res.weights, t) != levels[0])][0]
-    assert not np.array_equal(quantile_of_quantiles(Q, res.weights, alpha=other), thr[0])
+    other = t[(aggregate_level(res.agg_weights, t) != levels[0])][0]
+    assert not np.array_equal(quantile_of_quantiles(Q, res.agg_weights, alpha=other), thr[0])
 
 
 def test_select_cell_rule():
@@ -119,22 +119,22 @@ def test_infeasible_returns_most_conservative_with_warning():
 
 
 def test_mc_engine_is_reproducible_and_close_to_exact():
-    a = select_quantiles(N_EFF, 0.1, engine="mc", seed=3, grid=([0.12, 0.2], [0.0, 0.2]))
-    b = select_quantiles(N_EFF, 0.1, engine="mc", seed=3, grid=([0.12, 0.2], [0.0, 0.2]))
+    a = select_quantiles(N_EFF, 0.1, engine="monte-carlo", seed=3, grid=([0.12, 0.2], [0.0, 0.2]))
+    b = select_quantiles(N_EFF, 0.1, engine="monte-carlo", seed=3, grid=([0.12, 0.2], [0.0, 0.2]))
     ex = select_quantiles(N_EFF, 0.1, grid=([0.12, 0.2], [0.0, 0.2]))
     np.testing.assert_array_equal(a.objective, b.objective)
-    assert a.engine == "mc" and a.n_rep == 2000 and ex.engine == "exact" and ex.n_rep is None
+    assert a.engine == "monte-carlo" and a.n_rep == 2000 and ex.engine == "exact" and ex.n_rep is None
     assert np.abs(a.objective - ex.objective).max() < 5 * 0.5 / np.sqrt(2000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert select_quantiles(N_EFF, 0.1, 0.1, engine="mc", seed=0, grid=([0.2], [0.0])).n_rep == 4000
+        assert select_quantiles(N_EFF, 0.1, 0.1, engine="monte-carlo", seed=0, grid=([0.2], [0.0])).n_rep == 4000
 
 
 def test_result_type():
     res = select_quantiles(N_EFF, 0.1)
-    assert isinstance(res, QuantileChoice) and res.criterion == "mc" and res.target == pytest.approx(0.9)
+    assert isinstance(res, QuantileChoice) and res.guarantee == "mc" and res.target == pytest.approx(0.9)
     assert res.objective.shape == (22, 22)
-    np.testing.assert_allclose(res.weights, N_EFF / N_EFF.sum())
+    np.testing.assert_allclose(res.agg_weights, N_EFF / N_EFF.sum())
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -149,11 +149,11 @@ def test_result_type():
     (dict(n_eff=[10, 10], alpha=0.1, grid=([0.1], [1.0])), "grid"),
     (dict(n_eff=[10, 10], alpha=0.1, grid=([0.1], [-0.1])), "grid"),
     (dict(n_eff=[10, 10], alpha=0.1, grid=[0.1]), "grid"),
-    (dict(n_eff=[10, 10], alpha=0.1, weights=[1.0]), "weights"),
-    (dict(n_eff=[10, 10], alpha=0.1, weights=[0.0, 0.0]), "weights"),
-    (dict(n_eff=[10, 10], alpha=0.1, weights=[np.nan, 1.0]), "weights"),
+    (dict(n_eff=[10, 10], alpha=0.1, agg_weights=[1.0]), "weights"),
+    (dict(n_eff=[10, 10], alpha=0.1, agg_weights=[0.0, 0.0]), "weights"),
+    (dict(n_eff=[10, 10], alpha=0.1, agg_weights=[np.nan, 1.0]), "weights"),
     (dict(n_eff=[10, 10], alpha=0.1, engine="fast"), "engine"),
-    (dict(n_eff=[10, 10], alpha=0.1, engine="mc", n_rep=0), "n_rep"),
+    (dict(n_eff=[10, 10], alpha=0.1, engine="monte-carlo", n_rep=0), "n_rep"),
     (dict(n_eff=[10, 10], alpha=0.3), "alpha"),        # paper grid needs alpha < 1/4
 ])
 def test_bad_input(kwargs, match):

@@ -54,7 +54,7 @@ def test_feasible_ranking_starts_with_procedure_1_and_lists_every_feasible_cell(
 @pytest.mark.parametrize("seed", [0, 4])
 def test_rules(seed):
     S, W, TW, w = random_federation(seed)
-    ch = select_quantiles([effective_sample_size(x) for x in W], 0.1, weights=w)
+    ch = select_quantiles([effective_sample_size(x) for x in W], 0.1, agg_weights=w)
     inf = infinite_cells([x.sum() for x in W], TW, w, *ch.grid)
     m = TW.shape[0]
     feas = (ch.objective >= ch.target - FEAS_TOL).ravel()
@@ -84,7 +84,7 @@ def test_rules(seed):
 ])
 def test_bad_input(call, match):
     S, W, TW, w = random_federation(0, m=5)
-    ch = select_quantiles([effective_sample_size(x) for x in W], 0.1, weights=w)
+    ch = select_quantiles([effective_sample_size(x) for x in W], 0.1, agg_weights=w)
     inf = infinite_cells([x.sum() for x in W], TW, w, *ch.grid)
     with pytest.raises(ValueError, match=match):
         call(ch, inf)

@@ -107,7 +107,7 @@ def test_runner_reuses_predictor_and_keys(tmp_path, monkeypatch):
     assert list(sel.ratio_model) == ["select"] and list(pap.ratio_model) == ["paper"]
     cache = ResultCache(tmp_path)
     models = sorted(p.name for p in (tmp_path / "models").glob("*.pkl"))
-    assert len(models) == 2 and models[1] == models[0][:-4] + "__ratios-select.pkl"
+    assert len(models) == 2 and models[1] == models[0].replace("__ratios-paper__", "__ratios-select__")
     st_p, st_s = (pickle.loads((tmp_path / "models" / m).read_bytes()) for m in models)
     assert st_p.ratio_model == "paper" and st_s.ratio_model == "select"
     for a, b in zip(st_p.predictor.model.state_dict().values(), st_s.predictor.model.state_dict().values()):

@@ -15,7 +15,7 @@ ray = pytest.importorskip("ray", reason="the Ray backend needs the flower extra:
 
 FAST = {"predictor": {"epochs": 20}, "ratios": {"epochs": 20}, "localizer": {"epochs": 20}}
 KW = dict(n_sims=4, n_test=30, chunk_size=2, train_kw=FAST, progress=False, seed=3)
-METHODS = ["CP", "PFWCP", "FGLCP"]        # unweighted, weighted, localized (frozen-noise samples)
+RAY_METHODS = ["CP", "PFWCP", "FGLCP"]        # unweighted, weighted, localized (frozen-noise samples)
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,8 @@ def _same(a: pd.DataFrame, b: pd.DataFrame):
 
 
 def test_ray_backend_identical_to_process_backend_and_resumes(local_ray, tmp_path):
-    ref = runner.run_grid(["gaussian"], METHODS, ["mc", "ccc"], cache_dir=tmp_path / "process", **KW)
-    got = runner.run_grid(["gaussian"], METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
+    ref = runner.run_grid(["gaussian"], RAY_METHODS, ["mc", "ccc"], cache_dir=tmp_path / "process", **KW)
+    got = runner.run_grid(["gaussian"], RAY_METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
     assert got.attrs["cache"] == "cold" and (got.n_errors == 0).all()
     _same(got, ref)
     assert len(list((tmp_path / "ray" / "models").glob("*.pkl"))) == 1     # the driver cached the trained models
@@ -45,7 +45,7 @@ def test_ray_backend_identical_to_process_backend_and_resumes(local_ray, tmp_pat
     victim = ResultCache(tmp_path / "ray").cell_path(cfg, "FGLCP", "ccc", "estimated")
     others = {p: p.stat().st_mtime_ns for p in (tmp_path / "ray" / "cells").glob("*.npz") if p != victim}
     victim.unlink()
-    again = runner.run_grid(["gaussian"], METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
+    again = runner.run_grid(["gaussian"], RAY_METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
     assert again.attrs["cache"] == "warm" and victim.exists()
     assert all(p.stat().st_mtime_ns == t for p, t in others.items())       # nothing else recomputed
     _same(again, ref)

@@ -83,3 +83,10 @@ def test_the_check_fails_on_a_backward_import(tmp_path):
     assert backward_imports(nbs, pkg) == [("00_a", "a", "b", "01_b")]
     (pkg / "a.py").write_text("import numpy\n")
     assert backward_imports(nbs, pkg) == []
+
+
+def test_oneshot_message_lives_with_ospfwcp():
+    from pfwcp_nb import oneshot, pfwcp
+    assert oneshot.OneShotMessage.__module__ == "pfwcp_nb.oneshot"
+    assert "OneShotMessage" not in pfwcp.__all__ and not hasattr(pfwcp, "OneShotMessage")
+    assert pfwcp.AgentCalibration.oneshot_message.__module__ == "pfwcp_nb.oneshot"   # grown there by @patch

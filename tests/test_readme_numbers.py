@@ -28,7 +28,13 @@ def test_quoted_numbers_equal_their_files():
     assert not bad, f"quoted numbers differ from results/ in {bad}: run python tools/make_readme.py"
 
 
-@pytest.mark.parametrize("fname", ["README.md", "results/README.md"])
+# every README that quotes numbers: the two front doors and the study READMEs of results/ (not the archive)
+READMES = ["README.md", "results/README.md"] + sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "results").glob("*/README.md") if p.parent.name != "archive")
+WITH_REGIONS = [f for f in READMES if MR.quoted((ROOT / f).read_text())]
+
+
+@pytest.mark.parametrize("fname", WITH_REGIONS)
 def test_every_region_equals_its_recomputed_value(fname):
     "Region by region, so that a failure names the command or expression whose number drifted."
     text = (ROOT / fname).read_text()
@@ -88,6 +94,8 @@ def test_clopper_pearson_of_500_of_500():
 NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])|\b\d+(?:\.\d+)? ?(?:%|s\b|min\b)")
 ALLOWED = {"0.1", "90 %", "95 %"}   # not measurements: α = δ = 0.1, the 1 − α target, the intervals' level
 UNCHECKED = {"results/README.md": ()}
+# study READMEs whose typed-in tables are not converted yet (their numbers are copied from the files beside them)
+UNCHECKED_FILES = {"results/ccc_vs_mc/README.md", "results/infinite/README.md"}
 
 
 def _bare_numbers(text: str) -> list[str]:
@@ -110,7 +118,7 @@ def _sections(text: str):
         yield parts[i], parts[i + 1]
 
 
-@pytest.mark.parametrize("fname", ["README.md", "results/README.md"])
+@pytest.mark.parametrize("fname", [f for f in READMES if f not in UNCHECKED_FILES])
 def test_no_typed_in_numbers(fname):
     bad = {}
     for head, body in _sections((ROOT / fname).read_text()):

@@ -77,10 +77,11 @@ def test_agg_weights_normalised():
     assert check_agg_weights([0.1] * 10).sum() == pytest.approx(1.0, abs=1e-15)
 
 
-@pytest.mark.parametrize("engine, n_rep, match", [("fast", None, "`engine` must be 'exact' or 'mc', got 'fast'"),
-                                                  ("mc", 0, "`n_rep` must be a positive integer"),
-                                                  ("mc", 2.5, "`n_rep` must be a positive integer")])
+@pytest.mark.parametrize("engine, n_rep, match", [("fast", None, "`engine` must be one of \\('exact', 'monte-carlo'\\), got 'fast'"),
+                                                  ("mc", None, "`engine`='mc' is now 'monte-carlo'"),
+                                                  ("monte-carlo", 0, "`n_rep` must be a positive integer"),
+                                                  ("monte-carlo", 2.5, "`n_rep` must be a positive integer")])
 def test_engine(engine, n_rep, match):
     with pytest.raises(ValueError, match=match):
         check_engine(engine, n_rep)
-    assert check_engine("mc", 300, "ccc") == ("mc", 300)
+    assert check_engine("monte-carlo", 300, "ccc") == ("monte-carlo", 300)

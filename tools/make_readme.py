@@ -63,7 +63,8 @@ def run_command(cmd: str) -> str:
 def eval_span(expr: str) -> str:
     "Value of an inline span's expression over tools/facts.py."
     try:
-        v = eval(expr, {"__builtins__": {}}, dict(facts.NAMESPACE))   # facts' functions and a few builtins only
+        v = eval(expr, {"__builtins__": {}, **facts.NAMESPACE})   # facts' functions and a few builtins only (as globals,
+                                                                  # so that a generator expression sees them too)
     except Exception as e:
         raise type(e)(f"inline span `{expr}`: {e}") from e
     if not isinstance(v, str):
