@@ -9,9 +9,12 @@
 # then `python scripts/recommended_summary.py --cache CACHE` makes results/recommended_summary/.
 # Usage: bash scripts/recommended_grid.sh LEVEL [CACHE] [N_SIMS]   (PFWCP_DATA_DIR must point at the data; JOBS
 # worker processes, default 2; DATASETS overrides "all"). LIGHT=1 (used for moderate and mild, for time): the
-# recommended MC run with estimated weights only, and no mc_paper/ run: the paper configuration's MC cells are then
-# read from the stored grid results/LEVEL/results.csv, valid because that grid's models are the same (check/'s paper
-# CCC cells equal the stored grid's, which recommended_summary.py verifies).
+# recommended MC run with estimated weights only, and no mc_paper/ run. recommended_summary.py reads the paper
+# configuration's MC cells from mc_paper/ where it has the dataset, else from the stored grid results/LEVEL/results.csv,
+# which is valid where that grid's models are the same (its column same_models_as_grid: check/'s paper CCC cells equal
+# the stored grid's); for a dataset whose models differ, run its mc_paper/ cells alone (the last command below with
+# --datasets DATASET). The stored results: severe ran without LIGHT but its mc_paper/ run was stopped for time (the
+# stored grid's models are the same for all nine); cifar10c at moderate had its mc_paper/ run.
 set -euo pipefail
 LEVEL=${1:?usage: bash scripts/recommended_grid.sh LEVEL [CACHE] [N_SIMS]}
 CACHE=${2:-.pfwcp_cache}

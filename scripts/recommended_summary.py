@@ -49,14 +49,17 @@ def rows(level: str) -> pd.DataFrame:
     rec = pd.concat([_read(base / "results.csv"), _read(base / "mc" / "results.csv")], ignore_index=True)
     check = _read(base / "check" / "results.csv")
     paper_mc = _read(base / "mc_paper" / "results.csv")
-    if not len(paper_mc) and len(check):     # LIGHT runs: the stored grid's MC cells, if its models are the same
-        paper_mc = full[(full.guarantee == "mc") & full.method.isin(["PFWCP", "PFWCP-oracle"])
-                        & (full.n_sims == check.n_sims.max())]
+    own_mc = set(paper_mc.dataset)
+    if len(check):     # datasets without an mc_paper/ run: the stored grid's MC cells (same models: `same_models_as_grid`)
+        grid_mc = full[(full.guarantee == "mc") & full.method.isin(["PFWCP", "PFWCP-oracle"])
+                       & (full.n_sims == check.n_sims.max()) & ~full.dataset.isin(set(paper_mc.dataset))]
+        paper_mc = pd.concat([paper_mc, grid_mc], ignore_index=True)
     same = pd.concat([check, paper_mc], ignore_index=True)
     out = []
     for ds in sorted(set(full.dataset)):
         row = dict(level=level, dataset=ds, cell=f"{ds} ({level})", n_sims=_get(rec, ds, "PFWCP", "ccc", "n_sims"))
         # same models as the stored grid? its paper-configuration CCC cells against check/'s (same draws if same n_sims)
+        row["paper_mc_from"] = "mc_paper" if ds in own_mc else "grid"
         row["same_models_as_grid"] = all(_get(check, ds, m, "ccc", c) == _get(full, ds, m, "ccc", c)
                                          for m in ("PFWCP", "PFWCP-oracle") for c in ("MC", "CCC", "inf_frac"))
         for g in ("mc", "ccc"):
@@ -127,8 +130,8 @@ def main():
                      f"{_n(t.os500_ccc_ok)} | "
                      + (f"{100 * r.paper_ccc_inf.max():.1f} % / {100 * r.rec_ccc_inf.max():.1f} %" if len(r) else "-")
                      + f" | {pct(t.rec_mc_width_vs_oracle)} | {pct(r.rec_ccc_width_vs_oracle)} | "
-                     f"{_n(t.paper_mc_ok_train)} / {_n(t.rec_mc_ok_train)} | {_n(t.paper_ccc_ok_train)} / "
-                     f"{_n(t.rec_ccc_ok_train)} |")
+                     + (f"{_n(t.paper_mc_ok_train)} / {_n(t.rec_mc_ok_train)} | {_n(t.paper_ccc_ok_train)} / "
+                        f"{_n(t.rec_ccc_ok_train)} |" if t.rec_ccc_ok_train.notna().any() else "- (trainings at severe only) | - |"))
     (out / "counts.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(fl.to_string() if len(fl) else "no check cells")
