@@ -16,19 +16,12 @@ from pfwcp_nb.flower_pipeline import simulate_pipeline
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.pipeline import sample_draw, train_setup
 
+from flower_pipeline_cost import client_timer   # the sibling script's client mod (scripts/ is on sys.path when run)
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_KW = {"predictor": {"epochs": 50, "local_epochs": 10}, "ratios": {"epochs": 5}}
 
 
-def client_timer(path):
-    "A client mod appending the seconds each ClientApp call takes (the agents' local work) to `path`."
-    def mod(msg, context, call_next):
-        t0 = time.perf_counter()
-        reply = call_next(msg, context)
-        with open(path, "a") as f:
-            f.write(f"{msg.metadata.message_type} {time.perf_counter() - t0}\n")
-        return reply
-    return mod
 
 
 def import_seconds(repeat=3):

@@ -17,6 +17,9 @@ Toy calibration draws (scores, weights, test weights, oracle localizer) come fro
 `baselines.toy_draw(seed, m=...)`, as in test_baselines.py. Bench scripts, which cannot use fixtures, call
 `make_federation` and `toy_draw` directly."""
 import os
+import signal
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,3 +60,28 @@ def severe_gaussian():
         rng = np.random.default_rng(seed)
         return D.make_federation("gaussian", "severe", K=K, seed=rng), rng
     return build
+
+
+def _run_deploy_script(args, timeout: float):
+    "Run scripts/flower_deploy.sh ARGS in its own process group; on a timeout stop it and all it started, then fail."
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.Popen(["bash", str(root / "scripts" / "flower_deploy.sh"), *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        pytest.fail(f"flower_deploy.sh ran over {timeout} s and was stopped:\n{out}\n{err}")
+    return p.returncode, out, err
+
+
+@pytest.fixture
+def run_deploy_script():
+    "`run(args, timeout) -> (returncode, stdout, stderr)` of scripts/flower_deploy.sh (the deployment tests)."
+    return _run_deploy_script

@@ -1,8 +1,6 @@
 "`scripts/flower_deploy.sh --pipeline`: the whole pipeline (federated training, calibration, prediction) on the hardened localhost deployment (TLS, SuperNode authentication, the Fleet-only proxy), against the in-process pipeline."
 import json
-import os
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
@@ -11,23 +9,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "flower_deploy.sh"
-
-
-def run_script(args, timeout):
-    "Run the script in its own process group; on a timeout stop it and everything it started, then fail."
-    p = subprocess.Popen(["bash", str(SCRIPT), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGTERM)
-        try:
-            out, err = p.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            out, err = p.communicate()
-        pytest.fail(f"flower_deploy.sh ran over {timeout} s and was stopped:\n{out}\n{err}")
-    return p.returncode, out, err
 
 
 @pytest.mark.parametrize("args, match", [
@@ -41,11 +22,11 @@ def test_pipeline_bad_arguments(args, match):
     assert r.returncode == 2 and "usage:" in r.stderr and match in r.stderr
 
 
-def test_deployed_pipeline_trains_calibrates_and_predicts_as_in_process(tmp_path):
+def test_deployed_pipeline_trains_calibrates_and_predicts_as_in_process(tmp_path, run_deploy_script):
     # two agents, two rounds of each task, few points: the deployment's path end to end, not the accuracy
     keep = tmp_path / "deploy"
     tk = {"predictor": {"epochs": 2}, "ratios": {"epochs": 2}}
-    rc, out, err = run_script(["--pipeline", "--agents", "2", "--test-points", "8", "--train-points", "12",
+    rc, out, err = run_deploy_script(["--pipeline", "--agents", "2", "--test-points", "8", "--train-points", "12",
                                "--cal-points", "15", "--train-kw", json.dumps(tk), "--keep", str(keep)], timeout=900)
     assert rc == 0, out + err
     assert "TLS, SuperNode authentication" in out and "Fleet-only proxy" in out

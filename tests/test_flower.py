@@ -3,7 +3,6 @@ import json
 import re
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tomli
@@ -237,25 +236,14 @@ def test_deploy_script_bad_arguments():
         assert r.returncode == 2 and "usage:" in r.stderr
 
 
-def test_deploy_script_tls_auth_rogue_node_control_api_and_foreign_app_refused(tmp_path):
+def test_deploy_script_tls_auth_rogue_node_control_api_and_foreign_app_refused(tmp_path, run_deploy_script):
     # the deployment end to end (a few minutes): TLS, SuperNode authentication, a refused unregistered SuperNode,
     # the Control API refused through the agents' address (the Fleet-only proxy), a foreign app refused by a
     # SuperNode with --trusted-entities, and the thresholds equal to the in-process estimators
     keep = tmp_path / "deploy"
-    p = subprocess.Popen(["bash", str(ROOT / "scripts/flower_deploy.sh"), "--agents", "3", "--test-points", "6",
-                          "--rogue", "--foreign", "--keep", str(keep)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        out, err = p.communicate(timeout=1200)
-    except subprocess.TimeoutExpired:          # stop the script and everything it started (its process group)
-        os.killpg(p.pid, signal.SIGTERM)
-        try:
-            out, err = p.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            out, err = p.communicate()
-        pytest.fail(f"flower_deploy.sh ran over 1200 s and was stopped:\n{out}\n{err}")
-    assert p.returncode == 0, out + err
+    rc, out, err = run_deploy_script(["--agents", "3", "--test-points", "6", "--rogue", "--foreign", "--keep", str(keep)],
+                                     timeout=1200)
+    assert rc == 0, out + err
     assert "TLS, SuperNode authentication" in out
     assert "unregistered SuperNode: refused" in out
     assert "Control API through the agents' address: refused" in out
