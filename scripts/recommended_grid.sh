@@ -16,9 +16,12 @@
 # --datasets DATASET). The stored results: severe ran without LIGHT but its mc_paper/ run was stopped for time (the
 # stored grid's models are the same for all nine); cifar10c at moderate had its mc_paper/ run.
 set -euo pipefail
-LEVEL=${1:?usage: bash scripts/recommended_grid.sh LEVEL [CACHE] [N_SIMS]}
+USAGE="usage: bash scripts/recommended_grid.sh {severe|moderate|mild} [CACHE] [N_SIMS>=2]"
+LEVEL=${1:-}
 CACHE=${2:-.pfwcp_cache}
 N=${3:-500}
+case "$LEVEL" in severe|moderate|mild) ;; *) echo "$USAGE" >&2; exit 2 ;; esac
+[[ "$N" =~ ^[0-9]+$ ]] && [ "$N" -ge 2 ] || { echo "$USAGE" >&2; exit 2; }
 OUT=results/recommended_$LEVEL
 COMMON=(--datasets ${DATASETS:-all} --methods PFWCP --heterogeneity "$LEVEL" --n-sims "$N" --n-test 500 --seed 0
         --jobs "${JOBS:-2}" --cache "$CACHE" --no-figures --no-progress)

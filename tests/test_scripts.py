@@ -67,3 +67,9 @@ def test_results_readers_run_and_reject_a_missing_folder(argv):
     bad = [a if not a.startswith("results/") else "results/no_such_folder" for a in argv]
     r = run(bad)
     assert r.returncode == 2 and "usage" in r.stderr.lower() and "not found" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["extreme"], ["severe", "cache", "abc"], ["mild", "cache", "1"]])
+def test_recommended_grid_rejects_bad_arguments(args):
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "recommended_grid.sh"), *args], capture_output=True, text=True)
+    assert r.returncode == 2 and "usage:" in r.stderr, r.stderr
