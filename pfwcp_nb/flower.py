@@ -38,8 +38,8 @@ __all__ = ['RECORD', 'REQUESTS', 'MAX_JSON_CHARS', 'MAX_INT_DIGITS', 'PROTOCOLS'
            'check_summary', 'check_message', 'check_oneshot', 'collect_summaries', 'make_estimator',
            'thresholds_over_flower', 'agreed_policies', 'simulate_many', 'simulate', 'agent_nodes', 'agent_max_n',
            'score_range_value', 'config_values', 'run_config_values', 'app_pyproject', 'write_app_project',
-           'node_config_values', 'load_node_agent', 'load_node_policy', 'deployed_main', 'fleet_proxy_app',
-           'serve_fleet_proxy', 'make_tls_files']
+           'node_config_values', 'load_node_agent', 'node_policy', 'load_node_policy', 'deployed_main',
+           'fleet_proxy_app', 'serve_fleet_proxy', 'make_tls_files']
 
 # %% ../nbs/10_flower.ipynb #35ef15d3
 RECORD = "pfwcp"   # name of the one ConfigRecord in every pfwcp Flower message
@@ -478,11 +478,12 @@ def agent_nodes(value, # run_config['agent-nodes']: a string of space-separated 
 
 def agent_max_n(value, # run_config['agent-max-n']: space-separated positive integers, agent 0 first
                 K: int, # the number of agents (`agent-nodes`)
+                key: str = "agent-max-n", # the run_config key, named in the error
                ) -> list:
     "The operator's cap on each agent's n; ValueError naming the key."
     parts = str(value).split()
     if len(parts) != K or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise ValueError(f"run_config `agent-max-n` must be {K} positive integers separated by spaces (one per agent "
+        raise ValueError(f"run_config `{key}` must be {K} positive integers separated by spaces (one per agent "
                          f"of `agent-nodes`, agent 0 first), got {value!r}.")
     return [int(p) for p in parts]
 
@@ -570,14 +571,18 @@ def load_node_agent(context: Context) -> AgentCalibration:
     with np.load(path) as z:
         return AgentCalibration(z["scores"], z["weights"])
 
-def load_node_policy(context: Context) -> QueryPolicy:
-    "A deployed SuperNode's query policy, from its node_config; its counts live in a file (each query is a new process)."
-    c = node_config_values(context.node_config)
+def node_policy(c: dict, # node_config values: `node_config_values`'s, or a spec extending NODE_CONFIG's
+               ) -> QueryPolicy:
+    "The query policy its node_config's policy-* keys describe; its counts live in a file (each query is a new process)."
     state = str(c["policy-state"]) or str(c["data-path"]) + ".queries.json"
     return QueryPolicy(float(c["policy-alpha"]), test_agent=int(c["partition-id"]) == 0,
                        max_test_weights=int(c["policy-max-test-weights"]), max_oneshot=int(c["policy-max-oneshot"]),
                        lock_level=str(c["policy-lock-level"]).lower() in ("true", "1"), state=state,
                        delta=float(c["policy-delta"]), n1=int(c["policy-n1"]) or None)
+
+def load_node_policy(context: Context) -> QueryPolicy:
+    "A deployed SuperNode's query policy, from its node_config (`node_policy`)."
+    return node_policy(node_config_values(context.node_config))
 
 client_app = agent_client_app(load_node_agent, load_node_policy)
 server_app = ServerApp()

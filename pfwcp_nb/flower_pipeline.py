@@ -4,7 +4,7 @@
 
 # %% ../nbs/10b_flower_pipeline.ipynb #300b8c77
 from __future__ import annotations
-import json, logging, math, time
+import fcntl, json, logging, math, os, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,17 +28,18 @@ from .data import make_federation
 from .pipeline import DEFAULT_TRAIN_KW, draw_rng, training_split
 from .pfwcp import PFWCP, AgentCalibration
 from .oneshot import OneShotPFWCP
-from .flower import (RECORD, PROTOCOLS, config_values, agent_nodes, agent_max_n, agent_reply, pack, unpack, request,
-                              check_summary,
-                              check_message, check_oneshot, load_node_policy)
+from .flower import (RECORD, PROTOCOLS, NODE_CONFIG, config_values, agent_nodes, agent_max_n, agent_reply, pack,
+                             unpack, request, strict_json, check_summary, check_message, check_oneshot, node_policy)
 from .query_policy import QueryPolicy, QueryRefused
 from ._validate import check_pos_int
 
 # %% auto #0
-__all__ = ['PIPE', 'POLICY_STATE', 'PIPELINE_RUN_CONFIG', 'pipeline_client', 'pipeline_server_app', 'TaskPlan', 'plan_tasks',
-           'ServerTask', 'AgentData', 'agent_train', 'agent_calibration', 'agent_query', 'agreed_policy',
-           'pipeline_client_app', 'PipelineResult', 'pipeline_server', 'federation_data', 'simulate_pipeline',
-           'pipeline_run_config', 'save_result', 'write_node_data', 'load_node_data', 'deployed_pipeline',
+__all__ = ['PIPE', 'RUN_STATE', 'MAX_CLASSES', 'BUDGETS', 'STAGES', 'POLICY_STATE', 'INVALID', 'MAX_TRAIN', 'PIPELINE_RUN_CONFIG',
+           'PIPELINE_NODE_CONFIG', 'pipeline_client', 'pipeline_server_app', 'TaskPlan', 'plan_tasks', 'ServerTask',
+           'AgentData', 'TrainingAgreement', 'initial_networks', 'agent_train', 'agent_calibration', 'agent_query',
+           'agreed_policy', 'pipeline_client_app', 'PipelineResult', 'ack', 'pipeline_server', 'federation_data',
+           'simulate_pipeline', 'pipeline_run_config', 'save_result', 'write_node_data', 'pipeline_node_values',
+           'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
            'pipeline_app_pyproject', 'write_pipeline_app_project']
 
 # %% ../nbs/10b_flower_pipeline.ipynb #2d6b3511
@@ -232,8 +233,8 @@ def _msg_json(content: RecordDict, who: str) -> dict:
     rec = content.config_records[PIPE]
     if set(rec.keys()) != {"json"}:
         raise ValueError(f"{who}: ConfigRecord {PIPE!r} must hold exactly 'json', got {list(rec.keys())}.")
-    d = json.loads(rec["json"])
-    if not isinstance(d, dict) or not isinstance(d.get("type"), str):
+    d = strict_json(rec["json"], who)      # no NaN/Infinity, no duplicate keys, bounded size and depth (10_flower)
+    if not isinstance(d.get("type"), str):
         raise ValueError(f"{who}: pipeline message without a 'type': {d!r:.200}")
     return d
 
@@ -245,14 +246,15 @@ def _pipe(d: dict, arrays: dict | None = None) -> RecordDict:
                                            for k, v in arrs.items()})
     return rd
 
-def _arrays(rec: ArrayRecord, expect: dict, who: str, dtype=np.float32) -> dict:
-    "The arrays of an ArrayRecord, checked: exactly the expected names and shapes, finite, of `dtype`."
-    if sorted(rec.keys()) != sorted(expect):
-        raise ValueError(f"{who}: arrays {sorted(rec.keys())}, expected {sorted(expect)}.")
+def _arrays(rec: ArrayRecord, expect: dict, who: str, dtype=np.float32, finite: bool = True) -> dict:
+    "The arrays of an ArrayRecord, checked: exactly the expected names and shapes (None: any), finite, of `dtype`."
+    if not isinstance(rec, ArrayRecord) or sorted(rec.keys()) != sorted(expect):
+        raise ValueError(f"{who}: arrays {sorted(rec.keys()) if isinstance(rec, ArrayRecord) else rec!r:.100}, "
+                         f"expected {sorted(expect)}.")
     out = {}
     for k, shape in expect.items():
         a = rec[k].numpy()
-        if a.dtype != dtype or (shape is not None and a.shape != tuple(shape)) or not np.all(np.isfinite(a)):
+        if a.dtype != dtype or (shape is not None and a.shape != tuple(shape)) or (finite and not np.all(np.isfinite(a))):
             raise ValueError(f"{who}: array {k!r} is {a.dtype} {a.shape}; expected finite {np.dtype(dtype)} {shape}.")
         out[k] = a
     return out
@@ -295,18 +297,125 @@ def _agent_targets(ctx: Context, plan: TaskPlan, data: AgentData, g: int, j: int
     lab = np.ones if plan.label[g][j] == 1 else np.zeros
     return Z, lab(len(Z), np.float32)
 
+# %% ../nbs/10b_flower_pipeline.ipynb #a13a2419
+RUN_STATE = "pipe-run"     # context.state: what this agent answered in this run (Flower keeps one Context per run)
+MAX_CLASSES = 1000         # the most classes a classification plan may have (the predictor's output width)
+BUDGETS = ("test-weights", "predict")   # the answers that touch the test points: `runs` in all, across runs
+
+@dataclass
+class TrainingAgreement:
+    """What an agent agreed to for the training, set-up and prediction stages of a pipeline run (its `QueryPolicy`
+    covers the calibration requests): the plans `dataset` and `train_kw` give, round 1 from the networks `seed` gives,
+    each set-up answer once per run, test weights and predictions `runs` times in all."""
+    dataset: str                      # the agreed dataset: the architectures and schedule, as in process
+    seed: int = 0                     # the agreed training seed: round 1 must start from its networks
+    train_kw: dict | None = None      # the agreed schedule overrides (as `simulate_pipeline`'s)
+    runs: int = 1                     # test-weight requests and predictions answered in all (the test agent)
+    max_pca: int = 3                  # PCA requests answered per run (asked again when an agent is left out)
+    state: str | Path | None = None   # JSON file of the `runs` counts across runs (deployment); None: per run
+
+    def __post_init__(self):
+        self.pred, self.rat = _settings(self.dataset, self.train_kw)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ValueError(f"`seed` must be an integer >= 0, got {self.seed!r}.")
+        self.runs, self.max_pca = check_pos_int(self.runs, "runs"), check_pos_int(self.max_pca, "max_pca")
+
+    def check_plans(self, plans: dict, # {"predictor": TaskPlan, "ratios": TaskPlan} from the server
+                    d: int, # this agent's covariates
+                    k: int, who: str) -> None:
+        "QueryRefused (naming the field) unless the plans are the agreed ones; free: input width (PCA), classes, members."
+        ref = {t.name: t for t in plan_tasks(self.pred, self.rat, 2, 1, 1, 2)}
+        for name, p in plans.items():
+            diff = [f"{f}={getattr(p, f)!r} (agreed {getattr(ref[name], f)!r})" for f in TaskPlan.__dataclass_fields__
+                    if f not in ("d_in", "d_out", "members", "label") and getattr(p, f) != getattr(ref[name], f)]
+            if diff:
+                raise QueryRefused(f"{who}: the server's {name} plan differs from the agreed one (dataset {self.dataset!r}, "
+                                   f"train_kw {self.train_kw}): {', '.join(diff)}.")
+            pca = (self.pred if name == "predictor" else self.rat)["pca"]
+            if not (p.d_in == d if pca is None else 1 <= p.d_in <= d):
+                raise QueryRefused(f"{who}: the server's {name} plan takes {p.d_in} inputs; agreed: "
+                                   + (f"the {d} covariates." if pca is None else f"a PCA of the {d} covariates."))
+        pp, pr = plans["predictor"], plans["ratios"]
+        cls = self.pred["task"] == "classification"
+        if not (2 <= pp.d_out <= MAX_CLASSES if cls else pp.d_out == 1) or pr.d_out != 1:
+            raise QueryRefused(f"{who}: output widths {pp.d_out} (predictor), {pr.d_out} (ratios) are not the agreed task's.")
+        ms = pp.members[0] if len(pp.members) == 1 else []
+        js = [m[1] for m in pr.members if len(m) == 2 and m[0] == 0]
+        if (len(pp.members) != 1 or pp.label != [None] or k not in ms or 0 not in ms or len(set(ms)) != len(ms)
+                or len(js) != len(pr.members) or len(set(js)) != len(js) or not set(js) <= set(ms) - {0}
+                or pr.label != [[1, 0]] * len(pr.members) or (k != 0 and k not in js)):
+            raise QueryRefused(f"{who}: the plans' federations are not the agreed ones (one predictor federation holding "
+                               f"agents 0 and {k}; pairwise classifiers [0, j], labels [1, 0]): {pp.members}, {pr.members}.")
+
+def _run_state(ctx: Context) -> dict:
+    return _state_json(ctx, RUN_STATE) if RUN_STATE in ctx.state.config_records else {}
+
+def _spend(ctx: Context, agreement: TrainingAgreement, what: str, who: str) -> None:
+    "Count one answer of stage `what` before computing it; QueryRefused past the agreed number (the file is locked)."
+    limit = agreement.runs if what in BUDGETS else agreement.max_pca if what == "pca" else 1
+    rule = (f"`runs`={limit} in all" if what in BUDGETS else f"{limit} per run")
+    if what in BUDGETS and agreement.state is not None:
+        path = Path(agreement.state)
+        with open(path.with_name(path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                used = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+                if not isinstance(used, dict) or not set(used) <= set(BUDGETS) or not all(type(v) is int for v in used.values()):
+                    raise ValueError(f"{who}: {path} is not a pipeline budget file {list(BUDGETS)}; remove it to start a new budget.")
+                if used.get(what, 0) >= limit:
+                    raise QueryRefused(f"{who}: the {what!r} stage was answered {used[what]} time(s), the agreed {rule} "
+                                       "(TrainingAgreement.runs).")
+                used[what] = used.get(what, 0) + 1
+                path.with_name(path.name + ".tmp").write_text(json.dumps(used), encoding="utf-8")
+                os.replace(path.with_name(path.name + ".tmp"), path)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+        return
+    used = _run_state(ctx)
+    if used.get(what, 0) >= limit:
+        raise QueryRefused(f"{who}: the {what!r} stage was answered {used[what]} time(s), the agreed {rule}.")
+    used[what] = used.get(what, 0) + 1
+    _set_state_json(ctx, RUN_STATE, used)
+
 # %% ../nbs/10b_flower_pipeline.ipynb #2bf64ddc
 def _check_orders(o: np.ndarray, E: int, n: int, who: str) -> np.ndarray:
     if o.shape != (E, n) or any(not np.array_equal(np.sort(row), np.arange(n)) for row in o):
         raise ValueError(f"{who}: the shuffles must be {E} permutations of range({n}), got shape {o.shape}.")
     return o
 
-def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordDict) -> RecordDict:
+def initial_networks(plan: TaskPlan, seed: int) -> list:
+    "The G networks round 1 starts from (one {name: array} per federation): `EngineStream`'s seeded ones, as `ServerTask`'s."
+    return [{n: p.detach().numpy() for n, p in m.named_parameters()}
+            for m in EngineStream(plan.make, len(plan.members), [1], int(seed)).modules]
+
+def _train_plans(ctx: Context, k: int, d: dict, who: str) -> dict:
+    "The plans of this round's tasks, if the request keeps the run's agreed plans and its rounds go up (QueryRefused)."
+    if "pipe-features" not in ctx.state.config_records:
+        raise QueryRefused(f"{who}: a training round before the set-up (features) message.")
+    agreed = _state_json(ctx, "pipe-features")["plans"]
+    plans = {n: TaskPlan.from_dict(p, who) for n, p in agreed.items()}
+    rnd, last, T = d.get("round"), _run_state(ctx).get("round", 0), max(p.rounds for p in plans.values())
+    if type(rnd) is not int or not last < rnd <= T:
+        raise QueryRefused(f"{who}: round {rnd!r} refused: rounds only go up (the last answered was {last}), to the "
+                           f"agreed {T}.")
+    tasks, expect = d.get("tasks"), {n for n, p in plans.items() if rnd <= p.rounds and p.replicas(k)}
+    if not isinstance(tasks, dict) or set(tasks) != expect:
+        raise ValueError(f"{who}: round {rnd} must carry the tasks {sorted(expect)}, got {tasks!r:.200}")
+    for name, info in tasks.items():
+        if not isinstance(info, dict) or set(info) != {"plan", "lockstep"} or not isinstance(info["lockstep"], bool):
+            raise ValueError(f"{who}: task {name!r} needs the fields plan and lockstep (bool), got {info!r:.200}")
+        if info["plan"] != agreed[name]:
+            raise QueryRefused(f"{who}: the {name} plan of round {rnd} differs from the one agreed at set-up; a plan is "
+                               "fixed for the run.")
+    used = _run_state(ctx); used["round"] = rnd; _set_state_json(ctx, RUN_STATE, used)
+    return {n: plans[n] for n in tasks}
+
+def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordDict,
+                agreement: TrainingAgreement) -> RecordDict:
     "Agent k's answer to one training round: local work on every replica it holds, new parameters and counts back."
-    who = f"agent {k}, training round {d.get('round')}"
+    who = f"agent {k}, training round {d.get('round')!r}"
     arrays, counts = {}, {}
-    for tname, tinfo in d["tasks"].items():
-        plan = TaskPlan.from_dict(tinfo["plan"], who)
+    for tname, plan in _train_plans(ctx, k, d, who).items():
         reps = plan.replicas(k)
         shapes = plan.shapes()
         start, orders, clients = [], [], []
@@ -318,13 +427,18 @@ def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
                                  f"{clients[-1][0].shape[1]}.")
             orders.append(_check_orders(content.array_records["orders"][f"{tname}-{g}"].numpy(), plan.local_epochs,
                                         len(clients[-1][0]), who))
+        if d["round"] == 1:                               # round 1 starts from the agreed seed's networks, exactly
+            init = initial_networks(plan, agreement.seed)
+            if not all(np.allclose(s[n], init[g][n], rtol=1e-5, atol=1e-6) for s, (g, _) in zip(start, reps) for n in s):
+                raise QueryRefused(f"{who}: the {tname} networks of round 1 are not the ones the agreed seed "
+                                   f"{agreement.seed} gives.")
         key = f"opt-{tname}"
         st = _state_arrays(ctx, key) if key in ctx.state.array_records else None
         old = torch.get_num_threads(); torch.set_num_threads(1)
         try:
             new, st = local_round(plan.make, clients, start, orders, loss=plan.loss, batch_size=plan.batch_size,
                                   lr=plan.lr, weight_decay=plan.weight_decay, server_optimizer=plan.server_optimizer,
-                                  client_lr=plan.client_lr, lockstep=bool(tinfo["lockstep"]), opt_state=st)
+                                  client_lr=plan.client_lr, lockstep=d["tasks"][tname]["lockstep"], opt_state=st)
         finally:
             torch.set_num_threads(old)
         if st: _set_state_arrays(ctx, key, st)
@@ -366,11 +480,23 @@ def _agent_ratios(ctx: Context, ks: list) -> list:
     return [fns[k] for k in ks]
 
 # %% ../nbs/10b_flower_pipeline.ipynb #9e1ef904
-def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordDict) -> RecordDict:
+STAGES = ("stats", "pca", "features", "models", "test-weights", "predict")
+
+def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordDict,
+                agreement: TrainingAgreement) -> RecordDict:
     "Agent k's answer to a set-up query: stats, PCA moments, features, models, test weights, prediction."
-    who, st = f"agent {k}", d["stage"]
+    who, st = f"agent {k}", d.get("stage")
+    if st not in STAGES:
+        raise ValueError(f"{who}: unknown pipeline stage {st!r}; the stages are {STAGES}.")
+    if st in ("models", "test-weights", "predict") and "pipe-features" not in ctx.state.config_records:
+        raise QueryRefused(f"{who}: stage {st!r} before the set-up (features) message.")
     X = np.asarray(data.train_X, dtype=np.float64).reshape(len(data.train_X), -1)
     if st == "stats":
+        need_pca = agreement.pred["pca"] is not None or agreement.rat["pca"] is not None
+        if d.get("task") != agreement.pred["task"] or d.get("pca") is not need_pca:
+            raise QueryRefused(f"{who}: stats asked for task {d.get('task')!r}, pca {d.get('pca')!r}; agreed: "
+                               f"{agreement.pred['task']!r}, {need_pca}.")
+        _spend(ctx, agreement, st, who)          # each stage's agreed number of answers: checked, counted, then computed
         out = {"type": "Stats", "n_train": len(X), "d": X.shape[1], "n_cal": len(data.cal_X),
                "n_test": 0 if data.test_X is None else len(data.test_X)}
         y = np.asarray(data.train_y).reshape(-1)
@@ -383,6 +509,7 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
         return _pipe(out, arr)
     if st == "pca":
         mu = _arrays(content.array_records["pca"], {"mean": (X.shape[1],)}, who, np.float64)["mean"]
+        _spend(ctx, agreement, st, who)
         with threadpool_limits(1):
             R = np.linalg.qr(X - mu, mode="r")
         return _pipe({"type": "PCA"}, {"pca": {"R": R}})
@@ -391,18 +518,28 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
         keys = {"task", "y_mean", "y_std", "d", "eps", "plans", "predictor", "ratios"}
         if not isinstance(f, dict) or set(f) != keys or set(f["plans"]) != {"predictor", "ratios"}:
             raise ValueError(f"{who}: the features message needs the fields {sorted(keys)}, got {f!r:.200}")
-        for p in f["plans"].values(): TaskPlan.from_dict(p, who)
-        if (f["task"] not in ("regression", "classification") or f["d"] != X.shape[1] or not 0 < f["eps"] < 0.5
-                or not (math.isfinite(f["y_mean"]) and math.isfinite(f["y_std"]) and f["y_std"] > 0)):
-            raise ValueError(f"{who}: invalid features message (task, d={f['d']} for {X.shape[1]} covariates, eps, y_std).")
+        agreement.check_plans({n: TaskPlan.from_dict(p, who) for n, p in f["plans"].items()}, X.shape[1], k, who)
+        nums = all(isinstance(f[v], (int, float)) and not isinstance(f[v], bool) and math.isfinite(f[v])
+                   for v in ("y_mean", "y_std", "eps"))
+        if (f["task"] != agreement.pred["task"] or f["d"] != X.shape[1] or not nums or f["eps"] != agreement.rat["eps"]
+                or not f["y_std"] > 0 or any((f[w] is None) != (s["pca"] is None)
+                                             for w, s in (("predictor", agreement.pred), ("ratios", agreement.rat)))):
+            raise QueryRefused(f"{who}: the features message is not the agreed set-up (task, d={f['d']!r} for "
+                               f"{X.shape[1]} covariates, eps, y_std, PCA or not): {f!r:.300}")
+        arrs = {}
         for which in ("predictor", "ratios"):
             if f[which] is not None:
+                if not isinstance(f[which], dict) or set(f[which]) != {"scale", "explained"}:
+                    raise ValueError(f"{who}: the {which} PCA needs the fields scale, explained, got {f[which]!r:.100}")
                 r = f["plans"][which]["d_in"]
                 a = _arrays(content.array_records[f"pca-{which}"], {"mean": (X.shape[1],), "components": (X.shape[1], r)},
                             who, np.float64)
-                if not (math.isfinite(f[which]["scale"]) and f[which]["scale"] > 0):
+                if not all(isinstance(f[which][v], float) and math.isfinite(f[which][v]) for v in ("scale", "explained")) \
+                        or not f[which]["scale"] > 0:
                     raise ValueError(f"{who}: the {which} PCA scale must be finite and > 0, got {f[which]['scale']!r}.")
-                _set_state_arrays(ctx, f"pipe-pca-{which}", a)
+                arrs[which] = a
+        _spend(ctx, agreement, st, who)
+        for which, a in arrs.items(): _set_state_arrays(ctx, f"pipe-pca-{which}", a)
         _set_state_json(ctx, "pipe-features", f)
         return _pipe({"type": "Ack"})
     if st == "models":
@@ -411,21 +548,29 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
         if set(content.array_records) != {"predictor-0"} | ratio_names:
             raise ValueError(f"{who}: the models message holds {sorted(content.array_records)}, expected "
                              f"{sorted({'predictor-0'} | ratio_names)}.")
-        for name, rec in content.array_records.items():
-            _set_state_arrays(ctx, f"model-{name}", _arrays(rec, plans[name.split("-")[0]].shapes(), who))
+        arrs = {name: _arrays(rec, plans[name.split("-")[0]].shapes(), who) for name, rec in content.array_records.items()}
+        _spend(ctx, agreement, st, who)
+        for name, a in arrs.items(): _set_state_arrays(ctx, f"model-{name}", a)
         return _pipe({"type": "Ack"})
     if st == "test-weights":
         if data.test_X is None: raise ValueError(f"{who}: asked for test weights but holds no test points.")
         ks = d.get("agents")
-        if not isinstance(ks, list) or not ks or ks[0] != 0 or not all(isinstance(j, int) and j >= 0 for j in ks):
-            raise ValueError(f"{who}: test weights asked for agents {ks!r}; need a list of indices starting with 0.")
+        js = {m[1] for m in TaskPlan.from_dict(_state_json(ctx, "pipe-features")["plans"]["ratios"], who).members}
+        if (not isinstance(ks, list) or not ks or ks[0] != 0 or not all(type(j) is int and j in js for j in ks[1:])
+                or ks != sorted(set(ks))):
+            raise ValueError(f"{who}: test weights asked for agents {ks!r:.100}; need 0, then distinct agents of the "
+                             f"trained pairwise classifiers {sorted(js)}, increasing.")
+        _spend(ctx, agreement, st, who)
         fns = _agent_ratios(ctx, [j for j in ks if j != 0])
         cols = [np.ones(len(data.test_X)) if j == 0 else fns.pop(0)(data.test_X) for j in ks]
         return _pipe({"type": "TestWeights"}, {"test-weights": {"w": np.column_stack(cols)}})
     if st == "predict":
-        q = content.array_records["thresholds"]["q"].numpy()
-        if q.shape != (len(data.test_X),) or np.any(np.isnan(q)):
-            raise ValueError(f"{who}: thresholds must be ({len(data.test_X)},) without NaN, got {q.shape}.")
+        if data.test_X is None: raise ValueError(f"{who}: asked for a prediction but holds no test points.")
+        q = _arrays(content.array_records["thresholds"], {"q": None}, who, np.float64, finite=False)["q"]
+        if q.shape != (len(data.test_X),) or np.any(np.isnan(q)) or np.any(q < 0):
+            raise ValueError(f"{who}: thresholds must be ({len(data.test_X)},), >= 0 (scores are), +inf allowed, "
+                             f"without NaN; got {q.shape}.")
+        _spend(ctx, agreement, st, who)
         pred = _agent_predictor(ctx)
         fin = np.isfinite(q)                      # an infinite threshold: the whole line / every label
         out = {"type": "Prediction", "m": len(q), "coverage": None, "mean_size": None,
@@ -437,7 +582,6 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
             out["mean_size"] = float(np.mean((S <= q[:, None]).sum(1)))
         if data.test_y is not None: out["coverage"] = float(np.mean(pred.scores(data.test_X, data.test_y) <= q))
         return _pipe(out)
-    raise ValueError(f"{who}: unknown pipeline stage {st!r}.")
 
 # %% ../nbs/10b_flower_pipeline.ipynb #be81957a
 POLICY_STATE = "pipe-policy-used"   # context.state: the counts of an in-memory query policy between messages
@@ -456,20 +600,21 @@ def agreed_policy(k: int, # the agent (0: the test agent, whose test weights are
                        max_test_weights=check_pos_int(runs, "runs") * check_pos_int(m, "m"), max_oneshot=runs)
 
 def pipeline_client_app(load_data, # context -> this SuperNode's AgentData
-                        load_policy, # context -> this SuperNode's QueryPolicy (`agreed_policy`, or `flower.load_node_policy`)
+                        load_policy, # context -> this SuperNode's QueryPolicy (`agreed_policy`, or `load_pipeline_policy`)
+                        load_agreement, # context -> this SuperNode's TrainingAgreement (deployed: `load_node_agreement`)
                         mods: list | None = None, # Flower client mods
                        ) -> ClientApp:
     """A ClientApp for one agent of the whole pipeline: training rounds (`train`), set-up and calibration queries
-    (`query`). A calibration request outside the agent's query policy is refused (`QueryRefused` naming the agent and
-    the rule) before anything is computed; an in-memory policy keeps its counts in `context.state`, one on a state
-    file (deployment) in the file."""
+    (`query`). A request outside the agent's query policy (calibration) or training agreement (every other stage) is
+    refused (`QueryRefused` naming the agent and the rule) before anything is computed; in-memory counts live in
+    `context.state`, counts on a state file (deployment) in the file."""
     app = ClientApp(mods=mods)
 
     @app.train()
     def train(msg: Message, context: Context) -> Message:
         k = int(context.node_config["partition-id"])
         d = _msg_json(msg.content, f"agent {k}")
-        return Message(agent_train(context, load_data(context), k, d, msg.content), reply_to=msg)
+        return Message(agent_train(context, load_data(context), k, d, msg.content, load_agreement(context)), reply_to=msg)
 
     @app.query()
     def query(msg: Message, context: Context) -> Message:
@@ -487,7 +632,7 @@ def pipeline_client_app(load_data, # context -> this SuperNode's AgentData
                 _set_state_json(context, POLICY_STATE, policy.used)
             return Message(pack(reply, agent=k), reply_to=msg)
         d = _msg_json(msg.content, f"agent {k}")
-        out = agent_query(context, load_data(context), k, d, msg.content)
+        out = agent_query(context, load_data(context), k, d, msg.content, load_agreement(context))
         out[PIPE]["json"] = json.dumps({**json.loads(out[PIPE]["json"]), "agent": k})
         return Message(out, reply_to=msg)
     return app
@@ -510,6 +655,8 @@ class PipelineResult:
     rounds: int = 0
     events: list = field(default_factory=list)            # server log lines (dropouts, ...)
     seconds: dict = field(default_factory=dict)
+
+INVALID = (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError)   # an untrusted answer failing a check
 
 class _Server:
     "The ServerApp's conversation with the agents: node ids by agent index, tolerant exchanges that log who dropped out."
@@ -547,16 +694,18 @@ class _Server:
         for k, c in got.items():
             try:
                 out[k] = fn(k, c)
-            except (ValueError, KeyError, TypeError) as e:
-                self.why[k] = f"{stage}: agent {k} sent an invalid answer, left out: {e}"
+            except INVALID as e:
+                self.why[k] = f"{stage}: agent {k} sent an invalid answer, left out: {type(e).__name__}: {e}"
                 self.event(self.why[k])
         return out
 
 # %% ../nbs/10b_flower_pipeline.ipynb #1f0a652c
+MAX_TRAIN = 10**6    # the most training points an agent may report when the operator set no cap (its FedAvg weight)
+
 def _connect(grid: Grid, K: int, timeout: float, srv: _Server, task: str, pca: bool, nodes: list | None = None):
     """Wait for the K SuperNodes; ask each for its counts and sums. `nodes` (deployment: the operator's binding, node i
     is agent i): only those nodes are asked, and a node reporting another index is refused; None (simulation): the
-    agent index is the node's reported partition-id."""
+    agent index is the node's reported partition-id. A node whose answer fails, or is invalid, is left out (logged)."""
     t0 = time.monotonic()
     while len(have := set(grid.get_node_ids()) & (set(nodes) if nodes else set(grid.get_node_ids()))) < K:
         if time.monotonic() - t0 > timeout:
@@ -569,19 +718,21 @@ def _connect(grid: Grid, K: int, timeout: float, srv: _Server, task: str, pca: b
     stats = {}
     for rep in grid.send_and_receive(msgs, timeout=timeout):
         n = rep.metadata.src_node_id
-        if n not in ask:
-            srv.event(f"stats: ignored a reply from node {n} (not asked)"); continue
+        if n not in ask or n in srv.agent_of:
+            srv.event(f"stats: ignored a reply from node {n} (not asked, or twice)"); continue
+        srv.agent_of[n] = None
         if rep.has_error():
-            srv.event(f"stats: node {n} failed: {rep.error.reason}"); srv.agent_of[n] = None; continue
-        d = _msg_json(rep.content, f"node {n}")
+            srv.event(f"stats: node {n} failed: {rep.error.reason}"); continue
+        try:
+            d = _msg_json(rep.content, f"node {n}")
+        except INVALID as e:
+            srv.event(f"stats: node {n} sent an invalid answer, left out: {e}"); continue
         k = ask.index(n) if nodes else d.get("agent")
-        if d.get("agent") != k or not isinstance(k, int) or not 0 <= k < K or k in stats:
-            if nodes:
-                srv.event(f"stats: node {n} (agent {k} by the operator's binding) reports agent index {d.get('agent')!r}; "
-                          "left out")
-                srv.agent_of[n] = None
-                continue
-            raise ValueError(f"stats: node {n} reports agent index {k!r}; give the SuperNodes partition-id 0..{K - 1}, once each.")
+        if d.get("agent") != k or type(k) is not int or not 0 <= k < K or k in stats:
+            srv.event(f"stats: node {n}" + (f" (agent {k} by the operator's binding)" if nodes else "")
+                      + f" reports agent index {d.get('agent')!r:.50}; left out"
+                      + ("" if nodes else f" (give the SuperNodes partition-id 0..{K - 1}, once each)"))
+            continue
         srv.node[k], srv.agent_of[n] = n, k
         stats[k] = (d, rep.content)
     for n in ask:
@@ -589,25 +740,79 @@ def _connect(grid: Grid, K: int, timeout: float, srv: _Server, task: str, pca: b
             srv.event(f"stats: node {n} did not answer within {timeout} s")
     return stats
 
-def _pca_projections(stats: dict, srv: _Server, ks: list, ratios: list) -> list:
-    "Federated PCA as `models.fit_pca` (moments): sums of x, then each agent's R factor; one projection per variance ratio."
-    n = sum(stats[k][0]["n_train"] for k in ks)
-    mu = sum(_arrays(stats[k][1].array_records["pca"], {"sum_x": (stats[ks[0]][0]["d"],)}, f"agent {k}", np.float64)["sum_x"]
-             for k in ks) / n
-    got = srv.exchange({k: _pipe({"type": "Request", "stage": "pca"}, {"pca": {"mean": mu}}) for k in ks},
-                       MessageType.QUERY, "pca")
-    if sorted(got) != ks:
-        raise RuntimeError(f"pca: agents {sorted(set(ks) - set(got))} did not send their R factor; the PCA needs every "
-                           "training agent (see the log).")
-    d = len(mu)
-    Rs = []
-    for k in ks:
-        R = got[k].array_records["pca"]["R"].numpy()
-        if R.ndim != 2 or R.shape[1] != d or not np.all(np.isfinite(R)):
-            raise ValueError(f"pca: agent {k} sent an R factor of shape {R.shape}; expected (r, {d}), finite.")
-        Rs.append(R)
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+def _check_stat(d: dict, content: RecordDict, k: int, task: str, pca: bool, max_train: int, n_classes) -> None:
+    "One agent's counts and sums, checked (ValueError naming the field): types, ranges, consistency."
+    need = {"type", "agent", "n_train", "d", "n_cal", "n_test"} | ({"sum_y", "sum_y2"} if task == "regression" else {"max_label"})
+    if set(d) != need or d["type"] != "Stats":
+        raise ValueError(f"sent fields {sorted(d)}, expected {sorted(need)} (type Stats)")
+    for f, lo, hi in (("n_train", 1, max_train), ("d", 1, 10**5), ("n_cal", 1, 10**9), ("n_test", 1 if k == 0 else 0, 10**9)):
+        if type(d[f]) is not int or not lo <= d[f] <= hi:
+            raise ValueError(f"reports {f}={d[f]!r:.30}; need an integer in [{lo}, {hi}]"
+                             + (" (the operator's cap on its training points, or MAX_TRAIN)" if f == "n_train" else ""))
+    n = d["n_train"]
+    if task == "regression":    # sums of y and y^2: finite, of at most 1e100 in root mean square, Cauchy-Schwarz
+        s1, s2 = d["sum_y"], d["sum_y2"]
+        if not (_num(s1) and _num(s2) and 0 <= s2 <= 1e200 * n and s1 * s1 <= s2 * n * (1 + 1e-9) + 1e-300):
+            raise ValueError(f"reports sum_y={s1!r:.30}, sum_y2={s2!r:.30}; need finite sums of {n} labels and their "
+                             "squares (sum_y^2 <= n sum_y2, root mean square <= 1e100)")
+    elif type(d["max_label"]) is not int or not 0 <= d["max_label"] < (MAX_CLASSES if n_classes is None else n_classes):
+        raise ValueError(f"reports max_label={d['max_label']!r:.30}; need an integer in [0, "
+                         f"{MAX_CLASSES if n_classes is None else n_classes})")
+    if pca:
+        sx = _arrays(content.array_records.get("pca"), {"sum_x": (d["d"],)}, "", np.float64)["sum_x"]
+        if np.abs(sx).max() > 1e100 * n:
+            raise ValueError("sent a sum of covariates above 1e100 per point")
+
+def _check_stats(stats: dict, task: str, pca: bool, srv: _Server, max_train: list | None = None,
+                 n_classes: int | None = None) -> dict:
+    "The agents whose counts and sums pass `_check_stat` and whose covariates number the test agent's; others left out."
+    ok = {}
+    for k, (d, content) in stats.items():
+        try:
+            _check_stat(d, content, k, task, pca, MAX_TRAIN if max_train is None else int(max_train[k]), n_classes)
+        except INVALID as e:
+            srv.why[k] = f"stats: agent {k} (node {srv.node[k]}) sent an invalid answer, left out: {e}"
+            srv.event(srv.why[k]); continue
+        ok[k] = (d, content)
+    if 0 in ok:
+        for k in [k for k in ok if ok[k][0]["d"] != ok[0][0]["d"]]:
+            srv.event(f"stats: agent {k} has {ok[k][0]['d']} covariates, the test agent {ok[0][0]['d']}; left out")
+            del ok[k]
+    return ok
+
+def _check_r(R: np.ndarray, n: int, d: int) -> None:
+    "An agent's R factor of its centred covariates (n, d): (min(n, d), d), upper triangular, finite, bounded."
+    if R.dtype != np.float64 or R.shape != (min(n, d), d) or not np.all(np.isfinite(R)) or np.any(np.tril(R, -1) != 0):
+        raise ValueError(f"sent an R factor {R.dtype} {R.shape}; expected finite upper-triangular float64 ({min(n, d)}, {d})")
+    if float(np.square(R).sum()) > 1e200 * n:
+        raise ValueError("sent an R factor above 1e100 in root mean square per point")
+
+def _pca_projections(stats: dict, srv: _Server, ks: list, ratios: list) -> tuple:
+    """Federated PCA as `models.fit_pca` (moments): sums of x, then each agent's R factor; one projection per variance
+    ratio. An agent whose factor is missing or invalid is left out and the PCA is asked again of the others (each
+    agent answers `TrainingAgreement.max_pca` PCA requests per run). Returns (projections, the agents kept)."""
+    while True:
+        n = sum(stats[k][0]["n_train"] for k in ks)
+        mu = sum(stats[k][1].array_records["pca"]["sum_x"].numpy() for k in ks) / n
+        got = srv.exchange({k: _pipe({"type": "Request", "stage": "pca"}, {"pca": {"mean": mu}}) for k in ks},
+                           MessageType.QUERY, "pca")
+        def r_factor(k, c):
+            R = _arrays(c.array_records.get("pca"), {"R": None}, f"agent {k}", np.float64)["R"]
+            _check_r(R, stats[k][0]["n_train"], len(mu))
+            return R
+        Rs = srv.parse(got, "pca", r_factor)
+        lost = [k for k in ks if k not in Rs]
+        if not lost:
+            break
+        if 0 in lost:
+            raise RuntimeError(f"pca: the test agent (agent 0) did not send a valid R factor: {srv.why.get(0, 'no reply')}")
+        ks = [k for k in ks if k not in lost]
+        srv.event(f"pca: agent(s) {lost} left out; the PCA again over agents {ks}")
     with threadpool_limits(1):
-        _, sv, Vt = np.linalg.svd(np.concatenate(Rs), full_matrices=False)
+        _, sv, Vt = np.linalg.svd(np.concatenate([Rs[k] for k in ks]), full_matrices=False)
     lam, V = sv ** 2 / (n - 1), Vt.T
     cum = np.cumsum(lam) / lam.sum()
     out = []
@@ -617,36 +822,40 @@ def _pca_projections(stats: dict, srv: _Server, ks: list, ratios: list) -> list:
         scale = float(np.sqrt(lam[:r].mean())) or 1.0
         out.append(PCAProjection(mean=mu, components=np.ascontiguousarray(V[:, :r]), scale=scale,
                                  explained_variance_ratio=float(cum[r - 1])))
-    return out
-
-def _check_stats(stats: dict, task: str) -> None:
-    d0 = None
-    for k, (d, _) in stats.items():
-        need = {"type", "agent", "n_train", "d", "n_cal", "n_test"} | ({"sum_y", "sum_y2"} if task == "regression" else {"max_label"})
-        if set(d) != need:
-            raise ValueError(f"stats: agent {k} sent fields {sorted(d)}, expected {sorted(need)}.")
-        for f in ("n_train", "d", "n_cal"):
-            if not isinstance(d[f], int) or d[f] < 1:
-                raise ValueError(f"stats: agent {k} reports {f}={d[f]!r}; need a positive integer.")
-        if d0 is not None and d["d"] != d0:
-            raise ValueError(f"stats: agent {k} has {d['d']} covariates, agent {min(stats)} has {d0}.")
-        d0 = d["d"]
+    return out, ks
 
 # %% ../nbs/10b_flower_pipeline.ipynb #165970c2
+def ack(stage: str):
+    "The check of an agent's acknowledgement of a set-up message (`_Server.parse`)."
+    def check(k, c):
+        if _msg_json(c, f"agent {k}") != {"type": "Ack", "agent": k}:
+            raise ValueError(f"agent {k}: not an Ack of the {stage} message")
+    return check
+
 def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: str = "pfwcp", alpha: float = 0.1,
                     delta: float | None = None, train_kw: dict | None = None, min_agents: int | None = None,
                     round_timeout: float | None = 60.0, node_timeout: float = 120.0, drop_after: int = 3,
-                    est_kw: dict | None = None, nodes: list | None = None, max_n: list | None = None) -> PipelineResult:
+                    est_kw: dict | None = None, nodes: list | None = None, max_n: list | None = None,
+                    max_train: list | None = None, max_param: float = 1e4) -> PipelineResult:
     """The ServerApp's work: federated training of the predictor and the ratio classifiers, calibration, prediction.
     `max_n` (deployment: run_config agent-max-n): the operator's cap on each agent's calibration points; a summary
-    above it, or above the count the agent reported at the start, is refused (the agent is left out)."""
+    above it, or above the count the agent reported at the start, is refused (the agent is left out). `max_train`:
+    the cap on each agent's training points (its FedAvg weight; None: `MAX_TRAIN`, with a warning in the log).
+    `max_param`: a training reply with a larger |parameter| is invalid (the agent misses that round)."""
     res, t_start = PipelineResult(), time.perf_counter()
     pred, rat = _settings(dataset, train_kw)
     min_agents = max(2, math.ceil(K / 2)) if min_agents is None else check_pos_int(min_agents, "min_agents")
+    if not (_num(max_param) and max_param > 0):
+        raise ValueError(f"`max_param` must be a finite number > 0, got {max_param!r}.")
+    if max_train is not None and (len(max_train) != K or not all(type(m) is int and m >= 1 for m in max_train)):
+        raise ValueError(f"`max_train` must be K={K} positive integers (agent 0 first), got {max_train!r}.")
     srv = _Server(grid, res, round_timeout)
+    if max_train is None:
+        srv.event(f"no cap on the agents' training points (max_train / run_config agent-max-train): FedAvg weights are "
+                  f"the counts the agents report, up to MAX_TRAIN={MAX_TRAIN}")
     task, need_pca = pred["task"], pred["pca"] is not None or rat["pca"] is not None
-    stats = _connect(grid, K, node_timeout, srv, task, need_pca, nodes)
-    _check_stats(stats, task)
+    stats = _check_stats(_connect(grid, K, node_timeout, srv, task, need_pca, nodes), task, need_pca, srv, max_train,
+                         pred["n_classes"])
     res.seconds["connect"] = time.perf_counter() - t_start
     alive = sorted(stats)
     if 0 not in alive:
@@ -654,7 +863,10 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
     if len(alive) < min_agents:
         raise RuntimeError(f"stats: {len(alive)} agents answered, fewer than min_agents={min_agents} (see the log).")
     d_raw = stats[0][0]["d"]
-    proj_pred, proj_rat = _pca_projections(stats, srv, alive, [pred["pca"], rat["pca"]]) if need_pca else (None, None)
+    (proj_pred, proj_rat), alive = (_pca_projections(stats, srv, alive, [pred["pca"], rat["pca"]]) if need_pca
+                                    else ((None, None), alive))
+    if len(alive) < min_agents:
+        raise RuntimeError(f"pca: {len(alive)} agents left, fewer than min_agents={min_agents} (see the log).")
     y_mean, y_std, n_classes = 0.0, 1.0, None
     if task == "regression" and pred["standardize_y"]:          # as models._predictor_clients: pooled moments
         n = sum(stats[k][0]["n_train"] for k in alive)
@@ -675,9 +887,12 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
              "predictor": None if proj_pred is None else {"scale": proj_pred.scale, "explained": proj_pred.explained_variance_ratio},
              "ratios": None if proj_rat is None else {"scale": proj_rat.scale, "explained": proj_rat.explained_variance_ratio}}
     parr = {f"pca-{w}": _proj_arrays(p) for w, p in (("predictor", proj_pred), ("ratios", proj_rat)) if p is not None}
-    got = srv.exchange({k: _pipe({"type": "Request", "stage": "features", "features": feats}, parr) for k in alive},
-                       MessageType.QUERY, "features")
+    got = srv.parse(srv.exchange({k: _pipe({"type": "Request", "stage": "features", "features": feats}, parr)
+                                  for k in alive}, MessageType.QUERY, "features"), "features", ack("features"))
     alive = [k for k in alive if k in got]
+    if 0 not in alive or len(alive) < min_agents:
+        raise RuntimeError(f"features: agents {alive} accepted the set-up; the test agent and min_agents={min_agents} "
+                           f"are needed: {srv.why.get(0, '')} (see the log).")
     res.seconds["setup"] = time.perf_counter() - t_start - res.seconds["connect"]
     # ---- training rounds: both tasks side by side, round t carries every task that still has rounds to go
     T = max(t.rounds for t in tasks)
@@ -705,12 +920,17 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
         def check(k, c):
             d = _msg_json(c, f"agent {k}")
             exp = {f"{t.name}-{g}" for t in act for g, _ in t.replicas(k)}
-            if d.get("type") != "TrainReply" or d.get("round") != rnd or set(d.get("counts", {})) != exp:
+            if (d.get("type") != "TrainReply" or d.get("round") != rnd or not isinstance(d.get("counts"), dict)
+                    or set(d["counts"]) != exp):
                 raise ValueError(f"not a TrainReply of round {rnd} for {sorted(exp)}: {d!r:.200}")
-            if any(v != counts[k] for v in d["counts"].values()):
+            if any(type(v) is not int or v != counts[k] for v in d["counts"].values()):
                 raise ValueError(f"counts {d['counts']} differ from the {counts[k]} training points reported at the start")
-            return {name: _arrays(c.array_records[name], st[name.rsplit('-', 1)[0]].plan.shapes(), f"agent {k}")
-                    for name in exp}
+            out = {name: _arrays(c.array_records[name], st[name.rsplit('-', 1)[0]].plan.shapes(), f"agent {k}")
+                   for name in exp}
+            big = max(float(np.abs(a).max(initial=0.0)) for arrs in out.values() for a in arrs.values())
+            if big > max_param:
+                raise ValueError(f"a parameter of magnitude {big:.3g}, above max_param={max_param:g}")
+            return out
         ok = srv.parse(got, f"training round {rnd}", check)
         for k in list(alive):
             if k not in contents: continue
@@ -750,19 +970,20 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
         for j in (gof if k == 0 else [k]):
             arrs[f"ratios-{j - 1}"] = S_r.arrays(gof[j])
         contents[k] = _pipe({"type": "Request", "stage": "models"}, arrs)
-    got = srv.exchange(contents, MessageType.QUERY, "models")
+    got = srv.parse(srv.exchange(contents, MessageType.QUERY, "models"), "models", ack("models"))
     cal = [k for k in alive if k in got and (k == 0 or S_r.steps[gof[k]] > 0)]
     res.seconds["models"] = time.perf_counter() - t0 - res.seconds["training"]
     t1 = time.perf_counter()
     caps = {k: stats[k][0]["n_cal"] if max_n is None else min(stats[k][0]["n_cal"], int(max_n[k])) for k in cal}
-    _calibrate(srv, res, cal, method, alpha, delta, est_kw or {}, caps)
+    _calibrate(srv, res, cal, method, alpha, delta, est_kw or {}, caps, stats[0][0]["n_test"])
     res.seconds["calibration"] = time.perf_counter() - t1
     res.seconds["total"] = time.perf_counter() - t_start
     return res
 
 # %% ../nbs/10b_flower_pipeline.ipynb #3ed066fe
 def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha: float, delta, est_kw: dict,
-               caps: dict): # agent -> the largest n its summary may report
+               caps: dict, # agent -> the largest n its summary may report
+               m: int): # the test agent's test points (its stats)
     """Calibration over the agents `cal` that answer (test agent required), then the test agent's prediction. An agent
     that answers the summary but not the message round is left out: Procedure 1 runs again over the others (their
     n_eff, their aggregation weights); messages already received at an unchanged level are reused, not asked again."""
@@ -777,10 +998,14 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
     got = srv.exchange({0: _pipe({"type": "Request", "stage": "test-weights", "agents": cal})}, MessageType.QUERY,
                        "test weights")
     need_test_agent(got, "test weights")
-    tw = got[0].array_records["test-weights"]["w"].numpy()
-    if tw.ndim != 2 or tw.shape[1] != len(cal) or not np.all(np.isfinite(tw)) or np.any(tw <= 0) or np.any(tw[:, 0] != 1):
-        raise ValueError(f"test weights: the test agent sent shape {tw.shape}; expected (m, {len(cal)}), finite, > 0, "
-                         "column 0 ones.")
+    def weights(k, c):
+        w = _arrays(c.array_records.get("test-weights"), {"w": (m, len(cal))}, "agent 0", np.float64)["w"]
+        if np.any(w <= 0) or np.any(w[:, 0] != 1):
+            raise ValueError(f"agent 0: test weights must be > 0, column 0 ones (its own).")
+        return w
+    got = srv.parse(got, "test weights", weights)
+    need_test_agent(got, "test weights")
+    tw = got[0]
     col = {k: i for i, k in enumerate(cal)}
     who = lambda k: f"agent {k} (node {srv.node[k]})"
     summ = srv.parse(srv.exchange({k: pack(request("summary")) for k in cal}, MessageType.QUERY, "summaries"), "summaries",
@@ -822,10 +1047,19 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
                   "the guarantee is for this federation", logging.INFO)
     got = srv.exchange({0: _pipe({"type": "Request", "stage": "predict"}, {"thresholds": {"q": res.thresholds}})},
                        MessageType.QUERY, "prediction")
+    def prediction(k, c):
+        d = _msg_json(c, "agent 0")
+        share = lambda v: _num(v) and 0 <= v <= 1
+        if (set(d) != {"type", "agent", "m", "coverage", "mean_size", "infinite_share"} or d["type"] != "Prediction"
+                or d["m"] != len(res.thresholds) or not (d["coverage"] is None or share(d["coverage"]))
+                or not (d["mean_size"] is None or (_num(d["mean_size"]) and d["mean_size"] >= 0))
+                or not share(d["infinite_share"])):
+            raise ValueError(f"agent 0: not a Prediction for {len(res.thresholds)} points (coverage and infinite_share "
+                             f"in [0, 1], mean_size >= 0): {d!r:.200}")
+        return d
+    got = srv.parse(got, "prediction", prediction)
     need_test_agent(got, "prediction")
-    d = _msg_json(got[0], "agent 0")
-    if d.get("type") != "Prediction" or d.get("m") != len(res.thresholds):
-        raise ValueError(f"prediction: the test agent's answer is not a Prediction for {len(res.thresholds)} points: {d!r:.200}")
+    d = got[0]
     res.coverage, res.mean_size, res.infinite_share = d["coverage"], d["mean_size"], d["infinite_share"]
 
 # %% ../nbs/10b_flower_pipeline.ipynb #e8178a8d
@@ -849,6 +1083,8 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                       sim: int = 0, # the calibration draw (as `sample_draw`)
                       train_kw: dict | None = None, # {"predictor": {...}, "ratios": {...}} overrides (epochs, ...)
                       min_agents: int | None = None, # training needs this many agents per round (default ceil(K/2), >= 2)
+                      max_train: list | None = None, # the operator's cap on each agent's training points (default: their counts)
+                      max_param: float = 1e4, # a training reply with a larger |parameter| is invalid
                       round_timeout: float | None = 60.0, # seconds the server waits for the agents in a round
                       node_timeout: float = 120.0, # seconds to wait for the K SuperNodes and for training round 1 (start-up)
                       drop_after: int = 3, # an agent missing this many training rounds in a row is left out
@@ -856,6 +1092,8 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                       client_mods: list | None = None, # Flower client mods (recording, simulated failures)
                       policy: dict | None = None, # `agreed_policy` options of every agent (default: alpha, delta, n1 =
                                                   # agent 0's calibration points, m = its test points, est_kw's grid)
+                      agreement: dict | None = None, # `TrainingAgreement` options of every agent (default: dataset,
+                                                     # seed, train_kw as the server's; runs=1, max_pca=3)
                       data: list | None = None, # the agents' AgentData (default `federation_data(...)`)
                       data_dir=None,
                       **est_kw, # estimator options (engine, grid, n_steps, ...)
@@ -864,6 +1102,7 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
     data = federation_data(dataset, heterogeneity, seed=seed, K=K, n_train=n_train, n_cal=n_cal, n_test=n_test,
                            sim=sim, data_dir=data_dir) if data is None else data
     K = len(data)
+    max_train = [len(d.train_X) for d in data] if max_train is None else max_train   # the operator drew the data
     out, t0 = {}, time.perf_counter()
     server = ServerApp()
 
@@ -872,7 +1111,8 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         try:
             out["res"] = pipeline_server(grid, dataset, K, seed=seed, method=method, alpha=alpha, delta=delta,
                                          train_kw=train_kw, min_agents=min_agents, round_timeout=round_timeout,
-                                         node_timeout=node_timeout, drop_after=drop_after, est_kw=est_kw)
+                                         node_timeout=node_timeout, drop_after=drop_after, est_kw=est_kw,
+                                         max_train=max_train, max_param=max_param)
         except Exception as e:
             out["error"] = e
             raise
@@ -883,8 +1123,14 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
     pol = {"alpha": alpha, "delta": delta, "n1": len(data[0].cal_X), "m": len(data[0].test_X),
            "levels": est_kw["grid"][0] if "grid" in est_kw else None, **(policy or {})}
     agreed_policy(0, **pol)                                   # its options checked before Flower starts
+    agr = {"dataset": dataset, "seed": seed, "train_kw": train_kw, **(agreement or {})}
+    if not isinstance(agreement or {}, dict) or set(agr) - set(TrainingAgreement.__dataclass_fields__) - {"state"} \
+            or "state" in agr:
+        raise ValueError(f"`agreement` must be a dict of `TrainingAgreement` options (all but state), got {agreement!r}.")
+    TrainingAgreement(**agr)
     part = lambda ctx: int(ctx.node_config["partition-id"])
-    client = pipeline_client_app(lambda ctx: data[part(ctx)], lambda ctx: agreed_policy(part(ctx), **pol), mods=client_mods)
+    client = pipeline_client_app(lambda ctx: data[part(ctx)], lambda ctx: agreed_policy(part(ctx), **pol),
+                                 lambda ctx: TrainingAgreement(**agr), mods=client_mods)
     run_simulation(server, client, num_supernodes=K,
                    backend_config={"client_resources": {"num_cpus": 1},
                                    "init_args": {"num_cpus": check_pos_int(actors, "actors")}})
@@ -910,6 +1156,9 @@ PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = r
     "node-timeout": (120.0, "seconds the server waits for all K SuperNodes and for training round 1"),
     "agent-max-n": ("", "the largest number of calibration points each agent may report, space-separated, agent 0 first "
                         "(agreed with each agent, as pfwcp_nb.flower's run config); empty: the count each reported at the start"),
+    "agent-max-train": ("", "the largest number of training points each agent may report (its FedAvg weight), "
+                            "space-separated, agent 0 first; empty: MAX_TRAIN each, and a warning in the log"),
+    "max-param": (1e4, "the largest |parameter| accepted in an agent's training reply (larger: the reply is invalid)"),
     "out": (None, "path of the .npz the server writes (thresholds, calibration federation, models, summary json)"),
 }
 
@@ -949,9 +1198,38 @@ def write_node_data(folder, # one agent_K.npz per agent is written here
         paths.append(folder / f"agent_{k}.npz")
     return paths
 
+PIPELINE_NODE_CONFIG = {**NODE_CONFIG,   # an agent SuperNode of the pipeline: notebook 10's keys, and what it agreed to train
+    "pipeline-dataset": (None, "the dataset agreed with the operator (run_config dataset): the plans must be its schedule"),
+    "pipeline-seed": (0, "the training seed agreed (run_config seed): round 1 must start from its networks"),
+    "pipeline-train-kw": ("{}", "JSON of the agreed schedule overrides (run_config train-kw), in single quotes"),
+    "pipeline-runs": (1, "pipeline runs whose test weights and prediction the test agent answers, across runs"),
+    "pipeline-state": ("", "JSON file of those counts (default: data-path + '.pipeline.json'); delete it to reset"),
+}
+
+def pipeline_node_values(node_config) -> dict:
+    "A pipeline SuperNode's settings (PIPELINE_NODE_CONFIG), defaults filled in; ValueError naming a missing or unknown key."
+    return config_values(node_config, PIPELINE_NODE_CONFIG, "node_config", " (flower-supernode --node-config 'key=value ...')")
+
+def load_pipeline_policy(context: Context) -> QueryPolicy:
+    "A pipeline SuperNode's query policy for the calibration: its node_config's policy-* keys (`flower.node_policy`)."
+    return node_policy(pipeline_node_values(context.node_config))
+
+def load_node_agreement(context: Context) -> TrainingAgreement:
+    "A pipeline SuperNode's training agreement: its node_config's pipeline-* keys; the budget file beside its data."
+    c = pipeline_node_values(context.node_config)
+    try:
+        kw = json.loads(str(c["pipeline-train-kw"]))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"node_config pipeline-train-kw must be a JSON object, got {c['pipeline-train-kw']!r}: {e}") from None
+    if not isinstance(kw, dict):
+        raise ValueError(f"node_config pipeline-train-kw must be a JSON object, got {c['pipeline-train-kw']!r}.")
+    return TrainingAgreement(str(c["pipeline-dataset"]), seed=int(c["pipeline-seed"]), train_kw=kw,
+                             runs=int(c["pipeline-runs"]),
+                             state=str(c["pipeline-state"]) or str(c["data-path"]) + ".pipeline.json")
+
 def load_node_data(context: Context) -> AgentData:
     "A deployed SuperNode's data: the .npz at node_config['data-path'] (see `write_node_data`)."
-    path = Path(str(context.node_config["data-path"]))
+    path = Path(str(pipeline_node_values(context.node_config)["data-path"]))
     if not path.is_file():
         raise FileNotFoundError(f"node_config data-path {path} does not exist: start the SuperNode with "
                                 "--node-config 'partition-id=K data-path=\"/path/agent_K.npz\"'.")
@@ -963,7 +1241,7 @@ def load_node_data(context: Context) -> AgentData:
                            for f in ("train_X", "train_y", "cal_X", "cal_y", "test_X", "test_y")))
 
 # %% ../nbs/10b_flower_pipeline.ipynb #6f1d557b
-pipeline_client = pipeline_client_app(load_node_data, load_node_policy)   # policy: node_config policy-* (10_flower)
+pipeline_client = pipeline_client_app(load_node_data, load_pipeline_policy, load_node_agreement)   # node_config: PIPELINE_NODE_CONFIG
 
 pipeline_server_app = ServerApp()
 
@@ -976,7 +1254,9 @@ def deployed_pipeline(grid: Grid, context: Context) -> None:
                           alpha=float(c["alpha"]), delta=float(c["delta"]) or None, train_kw=c["train-kw"],
                           min_agents=int(c["min-agents"]) or None, round_timeout=float(c["round-timeout"]),
                           node_timeout=float(c["node-timeout"]),
-                          max_n=agent_max_n(c["agent-max-n"], len(nodes)) if str(c["agent-max-n"]).strip() else None)
+                          max_n=agent_max_n(c["agent-max-n"], len(nodes)) if str(c["agent-max-n"]).strip() else None,
+                          max_train=(agent_max_n(c["agent-max-train"], len(nodes), "agent-max-train")
+                                     if str(c["agent-max-train"]).strip() else None), max_param=float(c["max-param"]))
     save_result(res, c["out"])
 
 # %% ../nbs/10b_flower_pipeline.ipynb #e5a2a77c

@@ -177,15 +177,19 @@ echo "registered $K SuperNode public keys: node ids ${NODES[*]}"
 # agent-max-n: the n the operator agreed with each agent (here: the size of each agent's data file)
 if [ "$PIPELINE" = 1 ]; then
   # the pipeline's app (pfwcp_nb.flower_pipeline.write_pipeline_app_project): gaussian, the training schedule, MC;
-  # agent-max-n: the calibration points the operator agreed with each agent (here: --cal-points each)
+  # agent-max-n, agent-max-train: the calibration and training points the operator agreed with each agent (here:
+  # --cal-points and --train-points each)
   OUT="$T/data/pipeline.npz"
   python -c 'import sys; from pfwcp_nb.flower_pipeline import write_pipeline_app_project
 write_pipeline_app_project(sys.argv[1], {"dataset": "gaussian", "agent-nodes": sys.argv[2], "out": sys.argv[3],
                                          "train-kw": sys.argv[4], "node-timeout": 300.0, "round-timeout": 300.0,
-                                         "agent-max-n": " ".join([sys.argv[5]] * len(sys.argv[2].split()))})' \
-    "$T/app" "${NODES[*]}" "$OUT" "$TRAIN_KW" "$NCAL"
+                                         "agent-max-n": " ".join([sys.argv[5]] * len(sys.argv[2].split())),
+                                         "agent-max-train": " ".join([sys.argv[6]] * len(sys.argv[2].split()))})' \
+    "$T/app" "${NODES[*]}" "$OUT" "$TRAIN_KW" "$NCAL" "$NTRAIN"
   N1="$NCAL"
-  POLICY=" policy-max-test-weights=$((2 * M))"   # each agent's budget: two PFWCP runs over agent 0's M test points
+  # each agent's calibration budget: two PFWCP runs over agent 0's M test points; its training agreement
+  # (flower_pipeline.PIPELINE_NODE_CONFIG): the dataset and schedule the operator agreed with it, the seed (0)
+  POLICY=" policy-max-test-weights=$((2 * M)) pipeline-dataset=\"gaussian\" pipeline-train-kw='$TRAIN_KW'"
 else
   OUT="$T/data/thresholds.npz"; POLICY=""
   NS=$(python -c 'import sys, numpy as np; print(" ".join(str(np.load(f"{sys.argv[1]}/agent_{k}.npz")["scores"].size)

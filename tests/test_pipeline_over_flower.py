@@ -1,19 +1,23 @@
-"The whole pipeline over Flower (`pfwcp_nb.flower_pipeline`): agreement with the in-process pipeline, what leaves an agent, agents that drop out in training and in calibration, bad input."
+"The whole pipeline over Flower (`pfwcp_nb.flower_pipeline`): agreement with the in-process pipeline, what leaves an agent, agents that drop out in training and in calibration, bad input, a curious server and a malicious agent."
+import dataclasses
 import json
 import logging
+import re
 import time
 import warnings
 
 import numpy as np
 import pytest
 import torch
-from flwr.app import Array, Context, Error, Message, RecordDict
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Error, Message, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.flower_pipeline import (PIPE, TaskPlan, _check_orders, _settings, agreed_policy, deployed_pipeline,
-                                      federation_data, pipeline_client, pipeline_client_app, pipeline_server, plan_tasks,
+from pfwcp_nb.flower_pipeline import (PIPE, TaskPlan, TrainingAgreement, _check_orders, _pipe, _settings, agent_query,
+                                      agent_train, agreed_policy, deployed_pipeline, federation_data, initial_networks,
+                                      pipeline_client, pipeline_client_app, pipeline_server, plan_tasks,
                                       simulate_pipeline, write_node_data)
+from pfwcp_nb.query_policy import QueryRefused
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.pipeline import sample_draw, train_setup
@@ -168,13 +172,17 @@ class InProcessGrid:
         return out
 
 
-def run_in_process(K, mods=(), silent=None, dataset="gaussian", train_kw=TK, data_dir=None, policies=None, **kw):
-    "pipeline_server against the real ClientApp in this process; `policies` {agent: QueryPolicy} (default: the agreed one)."
+def run_in_process(K, mods=(), silent=None, dataset="gaussian", train_kw=TK, data_dir=None, policies=None,
+                   agreements=None, **kw):
+    """pipeline_server against the real ClientApp in this process; `policies` {agent: QueryPolicy} (default: the agreed
+    one), `agreements` {agent: TrainingAgreement} (default: the server's dataset, seed 0 and train_kw)."""
     data = federation_data(dataset, K=K, seed=0, data_dir=data_dir, **SIZES)
     part = lambda ctx: int(ctx.node_config["partition-id"])
     pol = policies if policies is not None else {k: agreed_policy(k, 0.1, n1=SIZES["n_cal"], m=SIZES["n_test"])
                                                  for k in range(K)}
-    app = pipeline_client_app(lambda ctx: data[part(ctx)], lambda ctx: pol[part(ctx)], mods=list(mods))
+    agr = agreements if agreements is not None else {k: TrainingAgreement(dataset, 0, train_kw) for k in range(K)}
+    app = pipeline_client_app(lambda ctx: data[part(ctx)], lambda ctx: pol[part(ctx)], lambda ctx: agr[part(ctx)],
+                              mods=list(mods))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return pipeline_server(InProcessGrid(app, K, silent), dataset, K, seed=0, train_kw=train_kw, **kw)
@@ -354,9 +362,11 @@ def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path,
     # the app components of a deployment: SuperNodes read their .npz, the ServerApp reads the run config
     K = 3
     paths = write_node_data(tmp_path / "nodes", federation_data("gaussian", K=K, seed=0, **SIZES))
-    grid = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k])})
+    agreed = {"pipeline-dataset": "gaussian", "pipeline-train-kw": json.dumps(TK)}
+    grid = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k]), **agreed})
     out = tmp_path / "out.npz"
-    rc = {"dataset": "gaussian", "agent-nodes": "100 101 102", "train-kw": json.dumps(TK), "out": str(out)}
+    rc = {"dataset": "gaussian", "agent-nodes": "100 101 102", "train-kw": json.dumps(TK), "out": str(out),
+          "agent-max-train": " ".join([str(SIZES["n_train"])] * K)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         deployed_pipeline(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
@@ -368,18 +378,20 @@ def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path,
         summary = json.loads(str(z["summary"]))
     np.testing.assert_array_equal(w, st.ratios[2].nets[1][0].weight.detach().numpy())
     assert summary["coverage"] == pytest.approx(np.mean(dr.test_scores <= q)) and summary["events"] == []
-    bad = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(tmp_path / "missing.npz")})
+    bad = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(tmp_path / "missing.npz"), **agreed})
     with caplog.at_level(logging.WARNING, logger="pfwcp_nb.flower_pipeline"), \
             pytest.raises(RuntimeError, match="the test agent .agent 0. did not answer"):
         deployed_pipeline(bad, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
     assert "missing.npz does not exist" in caplog.text
     # the operator binds agents to nodes: a node that claims another agent's index is left out
-    swapped = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k]), "partition-id": (k + 1) % K})
+    swapped = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k]), "partition-id": (k + 1) % K,
+                                                                   **agreed})
     with pytest.raises(RuntimeError, match="the test agent .agent 0. did not answer"):
         deployed_pipeline(swapped, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
     assert "node 100 (agent 0 by the operator's binding) reports agent index 1; left out" in caplog.text
     # the operator's cap on each agent's calibration points (run_config agent-max-n): agent 2 reports more, left out
-    capped = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k])})
+    capped = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k]), **agreed,
+                                                                      "pipeline-runs": 2})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         deployed_pipeline(capped, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
@@ -389,3 +401,166 @@ def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path,
         assert z["agents"].tolist() == [0, 1]
     assert any(e.startswith("summaries: agent 2 sent an invalid answer") and "above the operator's cap 10" in e
                for e in summary["events"])
+
+
+# ---- the red team's attacks (a curious server; a malicious agent): each one refused, or the agent left out
+
+def set_up_agent(k=1, K=3, dataset="gaussian", train_kw=TK, seed=0):
+    "Agent k's ClientApp state after an honest set-up (features message with the agreed plans); returns (ctx, data, agreement, plans)."
+    data = federation_data(dataset, K=K, seed=0, **SIZES)
+    ag = TrainingAgreement(dataset, seed, train_kw)
+    d = data[k].train_X.reshape(SIZES["n_train"], -1).shape[1]
+    plans = plan_tasks(ag.pred, ag.rat, K, d, d, None)
+    plans[1].members, plans[1].label = [[0, j] for j in range(1, K)], [[1, 0]] * (K - 1)
+    f = {"task": "regression", "y_mean": 0.0, "y_std": 1.0, "d": d, "eps": ag.rat["eps"],
+         "plans": {p.name: p.to_dict() for p in plans}, "predictor": None, "ratios": None}
+    ctx = Context(run_id=1, node_id=1, node_config={"partition-id": k}, state=RecordDict(), run_config={})
+    msg = {"type": "Request", "stage": "features", "features": f}
+    agent_query(ctx, data[k], k, msg, _pipe(msg), ag)
+    return ctx, data[k], ag, {p.name: p for p in plans}, f
+
+
+def train_request(plans, k, rnd, start, seed=0, tasks=("predictor", "ratios")):
+    "A training request for agent k: `start` {task: list of {name: array} per federation} (None: the seeded networks)."
+    arrs, info = {"orders": {}}, {}
+    for t in tasks:
+        p = plans[t]
+        init = start.get(t) or initial_networks(p, seed)
+        info[t] = {"plan": p.to_dict(), "lockstep": True}
+        for g, _ in p.replicas(k):
+            arrs[f"{t}-{g}"] = init[g]
+            arrs["orders"][f"{t}-{g}"] = np.arange(SIZES["n_train"])[None, :]
+    msg = {"type": "Request", "stage": "train", "round": rnd, "tasks": info}
+    return msg, _pipe(msg, arrs)
+
+
+def test_a_curious_server_cannot_change_the_agreed_plan_or_open_with_trap_parameters(task_identity):
+    # the red team's row-recovery attack: a full-batch, 4096-unit plan without weight decay, then one round from
+    # "trap" parameters; now the plan is refused at set-up and round 1 must start from the agreed seed's networks
+    ctx, data, ag, plans, f = set_up_agent()
+    trap = dataclasses.replace(plans["predictor"], hidden=(4096,), batch_size=10 ** 6, weight_decay=0.0)
+    ctx2 = Context(run_id=2, node_id=1, node_config={"partition-id": 1}, state=RecordDict(), run_config={})
+    msg = {"type": "Request", "stage": "features", "features": {**f, "plans": {**f["plans"], "predictor": trap.to_dict()}}}
+    with pytest.raises(QueryRefused, match=r"agent 1: the server's predictor plan differs from the agreed one .*"
+                                           r"hidden=\(4096,\) \(agreed \(30, 30\)\), batch_size=1000000 \(agreed 32\)"):
+        agent_query(ctx2, data, 1, msg, _pipe(msg), ag)
+    # the features message is answered once per run: the server cannot swap the plan after set-up
+    msg = {"type": "Request", "stage": "features", "features": f}
+    with pytest.raises(QueryRefused, match="'features' stage was answered 1 time"):
+        agent_query(ctx, data, 1, msg, _pipe(msg), ag)
+    # round 1 from crafted parameters (agreed shapes): refused before any local work
+    crafted = [{n: np.full_like(a, 0.5) for n, a in net.items()} for net in initial_networks(plans["predictor"], 0)]
+    msg, rd = train_request(plans, 1, 1, {"predictor": crafted})
+    with pytest.raises(QueryRefused, match="networks of round 1 are not the ones the agreed seed 0 gives"):
+        agent_train(ctx, data, 1, msg, rd, ag)
+    # the seeded networks: answered; the same round again, a round past the schedule, or another plan: refused
+    ctx, data, ag, plans, f = set_up_agent()
+    msg, rd = train_request(plans, 1, 1, {})
+    reply = agent_train(ctx, data, 1, msg, rd, ag)
+    assert json.loads(reply[PIPE]["json"])["counts"] == {"predictor-0": SIZES["n_train"], "ratios-0": SIZES["n_train"]}
+    with pytest.raises(QueryRefused, match=r"round 1 refused: rounds only go up \(the last answered was 1\), to the agreed 6"):
+        agent_train(ctx, data, 1, msg, rd, ag)
+    msg, rd = train_request(plans, 1, 7, {}, tasks=("predictor",))
+    with pytest.raises(QueryRefused, match="round 7 refused"):
+        agent_train(ctx, data, 1, msg, rd, ag)
+    other = {**plans, "predictor": dataclasses.replace(plans["predictor"], batch_size=1)}
+    msg, rd = train_request(other, 1, 2, {})
+    with pytest.raises(QueryRefused, match="predictor plan of round 2 differs from the one agreed at set-up"):
+        agent_train(ctx, data, 1, msg, rd, ag)
+
+
+def test_a_curious_server_gets_models_test_weights_and_a_prediction_only_as_agreed(task_identity, tmp_path):
+    # the red team read all hidden test labels with 600 `predict` queries and test_X with re-sent crafted ratio
+    # networks: now models are accepted once per run, test weights and predictions `runs` times in all
+    ctx, data, ag, plans, f = set_up_agent(k=0)
+    models = {"predictor-0": initial_networks(plans["predictor"], 0)[0],
+              **{f"ratios-{g}": net for g, net in enumerate(initial_networks(plans["ratios"], 0))}}
+    q = lambda d, arrs=None, a=ag: agent_query(ctx, data, 0, d, _pipe(d, arrs), a)
+    q({"type": "Request", "stage": "models"}, models)
+    with pytest.raises(QueryRefused, match="'models' stage was answered 1 time"):
+        q({"type": "Request", "stage": "models"}, models)
+    for bad in ([0, 1, 1], [0, 5], [1, 2], [0, 2, 1], [0, True]):
+        with pytest.raises(ValueError, match="need 0, then distinct agents of the trained pairwise classifiers"):
+            q({"type": "Request", "stage": "test-weights", "agents": bad}, a=TrainingAgreement("gaussian", 0, TK, runs=9))
+    q({"type": "Request", "stage": "test-weights", "agents": [0, 1, 2]})
+    with pytest.raises(QueryRefused, match=r"'test-weights' stage was answered 1 time\(s\), the agreed `runs`=1 in all"):
+        q({"type": "Request", "stage": "test-weights", "agents": [0, 1, 2]})
+    th = {"thresholds": {"q": np.full(SIZES["n_test"], 1.0)}}
+    with pytest.raises(ValueError, match=r"thresholds must be \(40,\), >= 0"):
+        q({"type": "Request", "stage": "predict"}, {"thresholds": {"q": np.full(SIZES["n_test"], -np.inf)}},
+          a=TrainingAgreement("gaussian", 0, TK, runs=9))
+    out = json.loads(q({"type": "Request", "stage": "predict"}, th)[PIPE]["json"])
+    assert out["type"] == "Prediction" and 0 <= out["coverage"] <= 1
+    with pytest.raises(QueryRefused, match="'predict' stage was answered 1 time"):
+        q({"type": "Request", "stage": "predict"}, th)
+    # deployed: the budget lives in a file, so a fresh run (a new Context) cannot ask again
+    filed = TrainingAgreement("gaussian", 0, TK, runs=1, state=tmp_path / "budget.json")
+    for run in (1, 2):
+        c = Context(run_id=run, node_id=1, node_config={"partition-id": 0}, state=RecordDict(), run_config={})
+        msg = {"type": "Request", "stage": "features", "features": f}
+        agent_query(c, data, 0, msg, _pipe(msg), filed)
+        call = lambda: agent_query(c, data, 0, {"type": "Request", "stage": "predict"},
+                                   _pipe({"type": "Request", "stage": "predict"}, th), filed)
+        if run == 1:
+            c.state["model-predictor-0"] = ctx.state["model-predictor-0"]
+            call()
+        else:
+            with pytest.raises(QueryRefused, match="'predict' stage was answered 1 time"):
+                call()
+
+
+def rewrite(agent, stage, change):
+    "A client mod: agent `agent`'s answer to `stage` (a pipeline stage, or 'train') goes through `change(json dict, reply)`, which returns the new JSON text or None (unchanged)."
+    def mod(msg, context, call_next):
+        reply = call_next(msg, context)
+        if int(context.node_config["partition-id"]) != agent or reply.has_error() or PIPE not in msg.content.config_records:
+            return reply
+        if json.loads(msg.content.config_records[PIPE]["json"]).get("stage") == stage:
+            text = change(json.loads(reply.content.config_records[PIPE]["json"]), reply)
+            if text is not None:
+                reply.content[PIPE] = ConfigRecord({"json": text})
+        return reply
+    return mod
+
+
+@pytest.mark.parametrize("stage, change, why", [
+    ("stats", lambda d, r: json.dumps(d).replace(str(d["sum_y"]), "NaN"), "holds the literal NaN"),
+    ("stats", lambda d, r: json.dumps({**d, "sum_y": 1e300}), "need finite sums"),
+    ("stats", lambda d, r: json.dumps({**d, "n_train": 10 ** 6}), r"n_train=1000000; need an integer in \[1, 20\]"),
+    ("stats", lambda d, r: json.dumps({**d, "n_cal": True}), "n_cal=True"),
+    ("stats", lambda d, r: json.dumps({**d, "n_test": "x"}), "n_test='x'"),
+    ("train", lambda d, r: json.dumps({**d, "counts": list(d["counts"])}), "not a TrainReply"),
+    ("train", lambda d, r: r.content.__setitem__("predictor-0", ArrayRecord(array_dict={
+        k: Array(np.full(v.numpy().shape, 3e38, np.float32)) for k, v in r.content["predictor-0"].items()})),
+     "above max_param=10000"),
+])
+def test_a_malicious_agent_is_left_out_and_the_run_goes_on(task_identity, stage, change, why):
+    # the red team's malicious agent (NaN or huge sums, 10**6 training points, a list for counts, 3e38 parameters)
+    # stopped the run or took 0.9999 of the FedAvg weight; now its answer is invalid, it is left out (training:
+    # that round) and the run finishes with the others
+    res = run_in_process(3, mods=[rewrite(2, stage, change)], max_train=[SIZES["n_train"]] * 3)
+    assert any(re.search(r"(agent 2|node 102)\b.*sent an invalid answer", e) and re.search(why, e) for e in res.events), res.events
+    assert res.agents[:2] == [0, 1] and res.thresholds is not None and np.all(res.thresholds >= 0)
+
+
+def bad_r(R):
+    "A client mod: agent 2 answers the PCA request with the factor R."
+    def mod(msg, context, call_next):
+        reply = call_next(msg, context)
+        if int(context.node_config["partition-id"]) == 2 and "pca" in reply.content.array_records and \
+                json.loads(msg.content.config_records[PIPE]["json"]).get("stage") == "pca":
+            reply.content["pca"] = ArrayRecord(array_dict={"R": Array(R)})
+        return reply
+    return mod
+
+
+@pytest.mark.parametrize("R, why", [(np.triu(np.full((10, 10), 1e200)), "above 1e100"), (np.eye(10) * (1 + 1j), "complex"),
+                                    (np.ones((20000, 10)), r"expected finite upper-triangular float64 \(10, 10\)")])
+def test_an_invalid_pca_factor_leaves_the_agent_out_and_the_pca_is_asked_again(task_identity, R, why):
+    tk = {"predictor": {"epochs": 3, "pca": 0.9}, "ratios": {"epochs": 3, "pca": 0.6}}
+    res = run_in_process(3, mods=[bad_r(R)], train_kw=tk, max_train=[SIZES["n_train"]] * 3)
+    assert any(e.startswith("pca: agent 2 sent an invalid answer") and re.search(why, e) for e in res.events), res.events
+    assert "pca: agent(s) [2] left out; the PCA again over agents [0, 1]" in res.events
+    assert res.trained == [0, 1] and res.agents == [0, 1]
+    st, _, _ = in_process(3, train_kw=tk, agents=[0, 1])
+    assert res.predictor.pca.n_components >= 1 and np.all(np.isfinite(res.predictor.pca.components))
