@@ -395,9 +395,9 @@ def _train_plans(ctx: Context, k: int, d: dict, who: str) -> dict:
     agreed = _state_json(ctx, "pipe-features")["plans"]
     plans = {n: TaskPlan.from_dict(p, who) for n, p in agreed.items()}
     rnd, last, T = d.get("round"), _run_state(ctx).get("round", 0), max(p.rounds for p in plans.values())
-    if type(rnd) is not int or not last < rnd <= T:
-        raise QueryRefused(f"{who}: round {rnd!r} refused: rounds only go up (the last answered was {last}), to the "
-                           f"agreed {T}.")
+    if type(rnd) is not int or not last < rnd <= T or (last == 0 and rnd != 1):
+        raise QueryRefused(f"{who}: round {rnd!r} refused: rounds start at 1 (from the agreed seed's networks) and only "
+                           f"go up (the last answered was {last}), to the agreed {T}.")
     tasks, expect = d.get("tasks"), {n for n, p in plans.items() if rnd <= p.rounds and p.replicas(k)}
     if not isinstance(tasks, dict) or set(tasks) != expect:
         raise ValueError(f"{who}: round {rnd} must carry the tasks {sorted(expect)}, got {tasks!r:.200}")
