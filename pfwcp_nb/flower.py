@@ -558,9 +558,11 @@ NODE_CONFIG = {   # node_config key of an agent's SuperNode: (default, meaning);
     "policy-state": ("", "JSON file of the answered counts (default: data-path + '.queries.json'); delete it to reset"),
 }
 
-def node_config_values(node_config) -> dict:
-    "An agent SuperNode's settings (NODE_CONFIG), defaults filled in; ValueError naming a missing or unknown key."
-    return config_values(node_config, NODE_CONFIG, "node_config", " (flower-supernode --node-config 'key=value ...')")
+def node_config_values(node_config, # a SuperNode's node_config (or any mapping)
+                       spec: dict = NODE_CONFIG, # its keys (the whole pipeline's: flower_pipeline.PIPELINE_NODE_CONFIG)
+                      ) -> dict:
+    "An agent SuperNode's settings, defaults filled in; ValueError naming a missing or unknown key."
+    return config_values(node_config, spec, "node_config", " (flower-supernode --node-config 'key=value ...')")
 
 def load_node_agent(context: Context) -> AgentCalibration:
     "A deployed SuperNode's agent: scores and weights from the `.npz` at `node_config['data-path']`."

@@ -29,7 +29,8 @@ from .pipeline import DEFAULT_TRAIN_KW, draw_rng, training_split
 from .pfwcp import PFWCP, AgentCalibration
 from .oneshot import OneShotPFWCP
 from .flower import (RECORD, PROTOCOLS, NODE_CONFIG, config_values, agent_nodes, agent_max_n, agent_reply, pack,
-                             unpack, request, strict_json, check_summary, check_message, check_oneshot, node_policy)
+                             unpack, request, strict_json, check_summary, check_message, check_oneshot, node_config_values,
+                             node_policy)
 from .query_policy import QueryPolicy, QueryRefused
 from ._validate import check_pos_int
 
@@ -38,9 +39,9 @@ __all__ = ['PIPE', 'RUN_STATE', 'MAX_CLASSES', 'BUDGETS', 'STAGES', 'POLICY_STAT
            'PIPELINE_NODE_CONFIG', 'pipeline_client', 'pipeline_server_app', 'TaskPlan', 'plan_tasks', 'ServerTask',
            'AgentData', 'TrainingAgreement', 'initial_networks', 'agent_train', 'agent_calibration', 'agent_query',
            'agreed_policy', 'pipeline_client_app', 'PipelineResult', 'ack', 'pipeline_server', 'federation_data',
-           'simulate_pipeline', 'pipeline_run_config', 'save_result', 'write_node_data', 'pipeline_node_values',
-           'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
-           'pipeline_app_pyproject', 'write_pipeline_app_project']
+           'simulate_pipeline', 'pipeline_run_config', 'save_result', 'write_node_data', 'load_pipeline_policy',
+           'load_node_agreement', 'load_node_data', 'deployed_pipeline', 'pipeline_app_pyproject',
+           'write_pipeline_app_project']
 
 # %% ../nbs/10b_flower_pipeline.ipynb #2d6b3511
 _log = logging.getLogger("pfwcp_nb.flower_pipeline")
@@ -1206,17 +1207,13 @@ PIPELINE_NODE_CONFIG = {**NODE_CONFIG,   # an agent SuperNode of the pipeline: n
     "pipeline-state": ("", "JSON file of those counts (default: data-path + '.pipeline.json'); delete it to reset"),
 }
 
-def pipeline_node_values(node_config) -> dict:
-    "A pipeline SuperNode's settings (PIPELINE_NODE_CONFIG), defaults filled in; ValueError naming a missing or unknown key."
-    return config_values(node_config, PIPELINE_NODE_CONFIG, "node_config", " (flower-supernode --node-config 'key=value ...')")
-
 def load_pipeline_policy(context: Context) -> QueryPolicy:
     "A pipeline SuperNode's query policy for the calibration: its node_config's policy-* keys (`flower.node_policy`)."
-    return node_policy(pipeline_node_values(context.node_config))
+    return node_policy(node_config_values(context.node_config, PIPELINE_NODE_CONFIG))
 
 def load_node_agreement(context: Context) -> TrainingAgreement:
     "A pipeline SuperNode's training agreement: its node_config's pipeline-* keys; the budget file beside its data."
-    c = pipeline_node_values(context.node_config)
+    c = node_config_values(context.node_config, PIPELINE_NODE_CONFIG)
     try:
         kw = json.loads(str(c["pipeline-train-kw"]))
     except json.JSONDecodeError as e:
@@ -1229,7 +1226,7 @@ def load_node_agreement(context: Context) -> TrainingAgreement:
 
 def load_node_data(context: Context) -> AgentData:
     "A deployed SuperNode's data: the .npz at node_config['data-path'] (see `write_node_data`)."
-    path = Path(str(pipeline_node_values(context.node_config)["data-path"]))
+    path = Path(str(node_config_values(context.node_config, PIPELINE_NODE_CONFIG)["data-path"]))
     if not path.is_file():
         raise FileNotFoundError(f"node_config data-path {path} does not exist: start the SuperNode with "
                                 "--node-config 'partition-id=K data-path=\"/path/agent_K.npz\"'.")
