@@ -35,13 +35,13 @@ from .query_policy import QueryPolicy, QueryRefused
 from ._validate import check_pos_int
 
 # %% auto #0
-__all__ = ['PIPE', 'RUN_STATE', 'MAX_CLASSES', 'BUDGETS', 'STAGES', 'POLICY_STATE', 'INVALID', 'MAX_TRAIN', 'PIPELINE_RUN_CONFIG',
-           'PIPELINE_NODE_CONFIG', 'pipeline_client', 'pipeline_server_app', 'TaskPlan', 'plan_tasks', 'ServerTask',
-           'AgentData', 'TrainingAgreement', 'initial_networks', 'agent_train', 'agent_calibration', 'agent_query',
-           'agreed_policy', 'pipeline_client_app', 'PipelineResult', 'ack', 'pipeline_server', 'federation_data',
-           'simulate_pipeline', 'pipeline_run_config', 'save_result', 'write_node_data', 'load_pipeline_policy',
-           'load_node_agreement', 'load_node_data', 'deployed_pipeline', 'pipeline_app_pyproject',
-           'write_pipeline_app_project']
+__all__ = ['PIPE', 'RUN_STATE', 'MAX_CLASSES', 'BUDGETS', 'ADAM_MOVE', 'STAGES', 'POLICY_STATE', 'INVALID', 'MAX_TRAIN',
+           'PIPELINE_RUN_CONFIG', 'PIPELINE_NODE_CONFIG', 'pipeline_client', 'pipeline_server_app', 'TaskPlan',
+           'plan_tasks', 'ServerTask', 'AgentData', 'round_move', 'TrainingAgreement', 'initial_networks',
+           'agent_train', 'agent_calibration', 'agent_query', 'agreed_policy', 'pipeline_client_app', 'PipelineResult',
+           'ack', 'pipeline_server', 'federation_data', 'simulate_pipeline', 'pipeline_run_config', 'save_result',
+           'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
+           'pipeline_app_pyproject', 'write_pipeline_app_project']
 
 # %% ../nbs/10b_flower_pipeline.ipynb #2d6b3511
 _log = logging.getLogger("pfwcp_nb.flower_pipeline")
@@ -302,6 +302,13 @@ def _agent_targets(ctx: Context, plan: TaskPlan, data: AgentData, g: int, j: int
 RUN_STATE = "pipe-run"     # context.state: what this agent answered in this run (Flower keeps one Context per run)
 MAX_CLASSES = 1000         # the most classes a classification plan may have (the predictor's output width)
 BUDGETS = ("test-weights", "predict")   # the answers that touch the test points: `runs` in all, across runs
+ADAM_MOVE = 8.0            # the most one Adam step (betas 0.9, 0.999) moves a coordinate, in units of lr: |m^|/sqrt(v^) <= 7.3
+
+def round_move(plan: TaskPlan, n_max: int) -> float:
+    """The most one round moves a coordinate of a global network: one server Adam step (FedAdam), or the local Adam
+    steps of an agent with `n_max` points (FedAvg: the average of moves of at most that)."""
+    steps = 1 if plan.server_optimizer == "adam" else plan.local_epochs * math.ceil(n_max / plan.batch_size)
+    return ADAM_MOVE * plan.lr * steps
 
 @dataclass
 class TrainingAgreement:
@@ -309,6 +316,9 @@ class TrainingAgreement:
     covers the calibration requests): the plans `dataset` and `train_kw` give, round 1 from the networks `seed` gives,
     each set-up answer once per run, test weights and predictions `runs` times in all."""
     dataset: str                      # the agreed dataset: the architectures and schedule, as in process
+    agents: int = field(kw_only=True)     # K, the agreed federation: members are agents 0..K-1
+    max_train: int = field(kw_only=True)  # the most training points an agent has (the operator's agent-max-train):
+                                          # bounds how far a FedAvg round moves the predictor
     seed: int = 0                     # the agreed training seed: round 1 must start from its networks
     train_kw: dict | None = None      # the agreed schedule overrides (as `simulate_pipeline`'s)
     runs: int = 1                     # test-weight requests and predictions answered in all (the test agent)
@@ -320,6 +330,7 @@ class TrainingAgreement:
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"`seed` must be an integer >= 0, got {self.seed!r}.")
         self.runs, self.max_pca = check_pos_int(self.runs, "runs"), check_pos_int(self.max_pca, "max_pca")
+        self.agents, self.max_train = check_pos_int(self.agents, "agents"), check_pos_int(self.max_train, "max_train")
 
     def check_plans(self, plans: dict, # {"predictor": TaskPlan, "ratios": TaskPlan} from the server
                     d: int, # this agent's covariates
@@ -343,10 +354,30 @@ class TrainingAgreement:
         ms = pp.members[0] if len(pp.members) == 1 else []
         js = [m[1] for m in pr.members if len(m) == 2 and m[0] == 0]
         if (len(pp.members) != 1 or pp.label != [None] or k not in ms or 0 not in ms or len(set(ms)) != len(ms)
+                or not set(ms) <= set(range(self.agents))
                 or len(js) != len(pr.members) or len(set(js)) != len(js) or not set(js) <= set(ms) - {0}
                 or pr.label != [[1, 0]] * len(pr.members) or (k != 0 and k not in js)):
-            raise QueryRefused(f"{who}: the plans' federations are not the agreed ones (one predictor federation holding "
-                               f"agents 0 and {k}; pairwise classifiers [0, j], labels [1, 0]): {pp.members}, {pr.members}.")
+            raise QueryRefused(f"{who}: the plans' federations are not the agreed ones (one predictor federation of "
+                               f"agents 0..{self.agents - 1} holding 0 and {k}; pairwise classifiers [0, j], labels [1, 0]): "
+                               f"{pp.members}, {pr.members}.")
+
+def _check_move(ctx: Context, key: str, # the network, e.g. "ratios-3"
+                arrs: dict, rnd: int, # its parameters at the start of round `rnd` (the final ones: rounds + 1)
+                step: float, # `round_move`: the most a round moves a coordinate
+                who: str) -> None:
+    "QueryRefused if the network moved more than `step` per round since the last one this agent saw; then remember it."
+    used = _run_state(ctx)
+    if rnd > 1:
+        if f"seen-{key}" not in used:
+            raise QueryRefused(f"{who}: network {key!r} of round {rnd}, but this agent never saw an earlier one.")
+        last, seen = _state_arrays(ctx, f"last-{key}"), used[f"seen-{key}"]
+        move = max(float(np.abs(arrs[n].astype(np.float64) - last[n]).max(initial=0.0)) for n in arrs)
+        if move > (rnd - seen) * step * (1 + 1e-6) + 1e-7:
+            raise QueryRefused(f"{who}: network {key!r} moved a coordinate by {move:.3g} in {rnd - seen} round(s); the "
+                               f"agreed schedule moves it at most {step:.3g} a round (round_move).")
+    _set_state_arrays(ctx, f"last-{key}", arrs)
+    used[f"seen-{key}"] = rnd
+    _set_state_json(ctx, RUN_STATE, used)
 
 def _run_state(ctx: Context) -> dict:
     return _state_json(ctx, RUN_STATE) if RUN_STATE in ctx.state.config_records else {}
@@ -433,6 +464,8 @@ def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
             if not all(np.allclose(s[n], init[g][n], rtol=1e-5, atol=1e-6) for s, (g, _) in zip(start, reps) for n in s):
                 raise QueryRefused(f"{who}: the {tname} networks of round 1 are not the ones the agreed seed "
                                    f"{agreement.seed} gives.")
+        for s, (g, _) in zip(start, reps):                # later rounds: no further than the schedule moves them
+            _check_move(ctx, f"{tname}-{g}", s, d["round"], round_move(plan, agreement.max_train), who)
         key = f"opt-{tname}"
         st = _state_arrays(ctx, key) if key in ctx.state.array_records else None
         old = torch.get_num_threads(); torch.set_num_threads(1)
@@ -535,6 +568,9 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
                 r = f["plans"][which]["d_in"]
                 a = _arrays(content.array_records[f"pca-{which}"], {"mean": (X.shape[1],), "components": (X.shape[1], r)},
                             who, np.float64)
+                V = a["components"]
+                if not np.allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-8):
+                    raise ValueError(f"{who}: the {which} PCA components are not orthonormal.")
                 if not all(isinstance(f[which][v], float) and math.isfinite(f[which][v]) for v in ("scale", "explained")) \
                         or not f[which]["scale"] > 0:
                     raise ValueError(f"{who}: the {which} PCA scale must be finite and > 0, got {f[which]['scale']!r}.")
@@ -550,6 +586,9 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
             raise ValueError(f"{who}: the models message holds {sorted(content.array_records)}, expected "
                              f"{sorted({'predictor-0'} | ratio_names)}.")
         arrs = {name: _arrays(rec, plans[name.split("-")[0]].shapes(), who) for name, rec in content.array_records.items()}
+        for name, a in arrs.items():          # one aggregation after the last round this agent saw, at most
+            plan = plans[name.split("-")[0]]
+            _check_move(ctx, name, a, plan.rounds + 1, round_move(plan, agreement.max_train), who)
         _spend(ctx, agreement, st, who)
         for name, a in arrs.items(): _set_state_arrays(ctx, f"model-{name}", a)
         return _pipe({"type": "Ack"})
@@ -679,7 +718,7 @@ class _Server:
             if k is None or k not in msgs or k in out or k in failed:
                 self.event(f"{stage}: ignored a reply from node {rep.metadata.src_node_id} (not asked, or twice)"); continue
             if rep.has_error():
-                self.why[k] = f"{stage}: agent {k} (node {self.node[k]}) failed: {rep.error.reason}"
+                self.why[k] = f"{stage}: agent {k} (node {self.node[k]}) failed: {str(rep.error.reason)[:300]}"
                 self.event(self.why[k])
                 failed.add(k); continue
             out[k] = rep.content
@@ -723,7 +762,7 @@ def _connect(grid: Grid, K: int, timeout: float, srv: _Server, task: str, pca: b
             srv.event(f"stats: ignored a reply from node {n} (not asked, or twice)"); continue
         srv.agent_of[n] = None
         if rep.has_error():
-            srv.event(f"stats: node {n} failed: {rep.error.reason}"); continue
+            srv.event(f"stats: node {n} failed: {str(rep.error.reason)[:300]}"); continue
         try:
             d = _msg_json(rep.content, f"node {n}")
         except INVALID as e:
@@ -788,8 +827,8 @@ def _check_r(R: np.ndarray, n: int, d: int) -> None:
     "An agent's R factor of its centred covariates (n, d): (min(n, d), d), upper triangular, finite, bounded."
     if R.dtype != np.float64 or R.shape != (min(n, d), d) or not np.all(np.isfinite(R)) or np.any(np.tril(R, -1) != 0):
         raise ValueError(f"sent an R factor {R.dtype} {R.shape}; expected finite upper-triangular float64 ({min(n, d)}, {d})")
-    if float(np.square(R).sum()) > 1e200 * n:
-        raise ValueError("sent an R factor above 1e100 in root mean square per point")
+    if float(np.square(R).sum()) > 1e250 * n:       # honest: |x - mean| <= ~1e100 per coordinate (the sums' bound)
+        raise ValueError("sent an R factor above 1e125 in root mean square per point")
 
 def _pca_projections(stats: dict, srv: _Server, ks: list, ratios: list) -> tuple:
     """Federated PCA as `models.fit_pca` (moments): sums of x, then each agent's R factor; one projection per variance
@@ -854,6 +893,9 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
     if max_train is None:
         srv.event(f"no cap on the agents' training points (max_train / run_config agent-max-train): FedAvg weights are "
                   f"the counts the agents report, up to MAX_TRAIN={MAX_TRAIN}")
+    if max_n is None:
+        srv.event("no cap on the agents' calibration points (max_n / run_config agent-max-n): aggregation weights follow "
+                  "the counts the agents report")
     task, need_pca = pred["task"], pred["pca"] is not None or rat["pca"] is not None
     stats = _check_stats(_connect(grid, K, node_timeout, srv, task, need_pca, nodes), task, need_pca, srv, max_train,
                          pred["n_classes"])
@@ -931,6 +973,15 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
             big = max(float(np.abs(a).max(initial=0.0)) for arrs in out.values() for a in arrs.values())
             if big > max_param:
                 raise ValueError(f"a parameter of magnitude {big:.3g}, above max_param={max_param:g}")
+            for name, arrs in out.items():       # FedAvg: local Adam moves each coordinate at most round_move
+                S, g = st[name.rsplit("-", 1)[0]], int(name.rsplit("-", 1)[1])
+                if S.plan.server_optimizer == "avg":
+                    sent = S.arrays(g)
+                    move = max(float(np.abs(arrs[nm].astype(np.float64) - sent[nm].numpy()).max(initial=0.0))
+                               for nm in arrs)
+                    if move > (lim := round_move(S.plan, counts[k])) * (1 + 1e-6) + 1e-7:
+                        raise ValueError(f"{name} moved a coordinate by {move:.3g} in one round; {counts[k]} points of "
+                                         f"local Adam move it at most {lim:.3g} (round_move)")
             return out
         ok = srv.parse(got, f"training round {rnd}", check)
         for k in list(alive):
@@ -1085,6 +1136,7 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                       train_kw: dict | None = None, # {"predictor": {...}, "ratios": {...}} overrides (epochs, ...)
                       min_agents: int | None = None, # training needs this many agents per round (default ceil(K/2), >= 2)
                       max_train: list | None = None, # the operator's cap on each agent's training points (default: their counts)
+                      max_n: list | None = None, # the operator's cap on each agent's calibration points (default: their counts)
                       max_param: float = 1e4, # a training reply with a larger |parameter| is invalid
                       round_timeout: float | None = 60.0, # seconds the server waits for the agents in a round
                       node_timeout: float = 120.0, # seconds to wait for the K SuperNodes and for training round 1 (start-up)
@@ -1094,7 +1146,8 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                       policy: dict | None = None, # `agreed_policy` options of every agent (default: alpha, delta, n1 =
                                                   # agent 0's calibration points, m = its test points, est_kw's grid)
                       agreement: dict | None = None, # `TrainingAgreement` options of every agent (default: dataset,
-                                                     # seed, train_kw as the server's; runs=1, max_pca=3)
+                                                     # seed, train_kw as the server's, agents=K, max_train the
+                                                     # largest of max_train; runs=1, max_pca=3)
                       data: list | None = None, # the agents' AgentData (default `federation_data(...)`)
                       data_dir=None,
                       **est_kw, # estimator options (engine, grid, n_steps, ...)
@@ -1104,6 +1157,7 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                            sim=sim, data_dir=data_dir) if data is None else data
     K = len(data)
     max_train = [len(d.train_X) for d in data] if max_train is None else max_train   # the operator drew the data
+    max_n = [len(d.cal_X) for d in data] if max_n is None else max_n
     out, t0 = {}, time.perf_counter()
     server = ServerApp()
 
@@ -1113,7 +1167,7 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
             out["res"] = pipeline_server(grid, dataset, K, seed=seed, method=method, alpha=alpha, delta=delta,
                                          train_kw=train_kw, min_agents=min_agents, round_timeout=round_timeout,
                                          node_timeout=node_timeout, drop_after=drop_after, est_kw=est_kw,
-                                         max_train=max_train, max_param=max_param)
+                                         max_train=max_train, max_n=max_n, max_param=max_param)
         except Exception as e:
             out["error"] = e
             raise
@@ -1124,10 +1178,11 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
     pol = {"alpha": alpha, "delta": delta, "n1": len(data[0].cal_X), "m": len(data[0].test_X),
            "levels": est_kw["grid"][0] if "grid" in est_kw else None, **(policy or {})}
     agreed_policy(0, **pol)                                   # its options checked before Flower starts
-    agr = {"dataset": dataset, "seed": seed, "train_kw": train_kw, **(agreement or {})}
-    if not isinstance(agreement or {}, dict) or set(agr) - set(TrainingAgreement.__dataclass_fields__) - {"state"} \
-            or "state" in agr:
+    if not isinstance(agreement or {}, dict) or set(agreement or {}) - set(TrainingAgreement.__dataclass_fields__) \
+            or "state" in (agreement or {}):
         raise ValueError(f"`agreement` must be a dict of `TrainingAgreement` options (all but state), got {agreement!r}.")
+    agr = {"dataset": dataset, "seed": seed, "train_kw": train_kw, "agents": K, "max_train": max(max_train),
+           **(agreement or {})}
     TrainingAgreement(**agr)
     part = lambda ctx: int(ctx.node_config["partition-id"])
     client = pipeline_client_app(lambda ctx: data[part(ctx)], lambda ctx: agreed_policy(part(ctx), **pol),
@@ -1201,6 +1256,9 @@ def write_node_data(folder, # one agent_K.npz per agent is written here
 
 PIPELINE_NODE_CONFIG = {**NODE_CONFIG,   # an agent SuperNode of the pipeline: notebook 10's keys, and what it agreed to train
     "pipeline-dataset": (None, "the dataset agreed with the operator (run_config dataset): the plans must be its schedule"),
+    "pipeline-agents": (None, "K, the agreed federation (run_config agent-nodes' length): members are agents 0..K-1"),
+    "pipeline-max-train": (None, "the most training points any agent has (run_config agent-max-train's largest): bounds "
+                                 "how far a FedAvg round may move the predictor"),
     "pipeline-seed": (0, "the training seed agreed (run_config seed): round 1 must start from its networks"),
     "pipeline-train-kw": ("{}", "JSON of the agreed schedule overrides (run_config train-kw), in single quotes"),
     "pipeline-runs": (1, "pipeline runs whose test weights and prediction the test agent answers, across runs"),
@@ -1220,7 +1278,8 @@ def load_node_agreement(context: Context) -> TrainingAgreement:
         raise ValueError(f"node_config pipeline-train-kw must be a JSON object, got {c['pipeline-train-kw']!r}: {e}") from None
     if not isinstance(kw, dict):
         raise ValueError(f"node_config pipeline-train-kw must be a JSON object, got {c['pipeline-train-kw']!r}.")
-    return TrainingAgreement(str(c["pipeline-dataset"]), seed=int(c["pipeline-seed"]), train_kw=kw,
+    return TrainingAgreement(str(c["pipeline-dataset"]), agents=int(c["pipeline-agents"]),
+                             max_train=int(c["pipeline-max-train"]), seed=int(c["pipeline-seed"]), train_kw=kw,
                              runs=int(c["pipeline-runs"]),
                              state=str(c["pipeline-state"]) or str(c["data-path"]) + ".pipeline.json")
 

@@ -189,7 +189,7 @@ write_pipeline_app_project(sys.argv[1], {"dataset": "gaussian", "agent-nodes": s
   N1="$NCAL"
   # each agent's calibration budget: two PFWCP runs over agent 0's M test points; its training agreement
   # (flower_pipeline.PIPELINE_NODE_CONFIG): the dataset and schedule the operator agreed with it, the seed (0)
-  POLICY=" policy-max-test-weights=$((2 * M)) pipeline-dataset=\"gaussian\" pipeline-train-kw='$TRAIN_KW'"
+  POLICY=" policy-max-test-weights=$((2 * M)) pipeline-dataset=\"gaussian\" pipeline-train-kw='$TRAIN_KW' pipeline-agents=$K pipeline-max-train=$NTRAIN"
 else
   OUT="$T/data/thresholds.npz"; POLICY=""
   NS=$(python -c 'import sys, numpy as np; print(" ".join(str(np.load(f"{sys.argv[1]}/agent_{k}.npz")["scores"].size)

@@ -180,7 +180,7 @@ def run_in_process(K, mods=(), silent=None, dataset="gaussian", train_kw=TK, dat
     part = lambda ctx: int(ctx.node_config["partition-id"])
     pol = policies if policies is not None else {k: agreed_policy(k, 0.1, n1=SIZES["n_cal"], m=SIZES["n_test"])
                                                  for k in range(K)}
-    agr = agreements if agreements is not None else {k: TrainingAgreement(dataset, 0, train_kw) for k in range(K)}
+    agr = agreements if agreements is not None else {k: TrainingAgreement(dataset, 0, train_kw, agents=K, max_train=SIZES["n_train"]) for k in range(K)}
     app = pipeline_client_app(lambda ctx: data[part(ctx)], lambda ctx: pol[part(ctx)], lambda ctx: agr[part(ctx)],
                               mods=list(mods))
     with warnings.catch_warnings():
@@ -362,11 +362,12 @@ def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path,
     # the app components of a deployment: SuperNodes read their .npz, the ServerApp reads the run config
     K = 3
     paths = write_node_data(tmp_path / "nodes", federation_data("gaussian", K=K, seed=0, **SIZES))
-    agreed = {"pipeline-dataset": "gaussian", "pipeline-train-kw": json.dumps(TK)}
+    agreed = {"pipeline-dataset": "gaussian", "pipeline-train-kw": json.dumps(TK), "pipeline-agents": K,
+              "pipeline-max-train": SIZES["n_train"]}
     grid = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k]), **agreed})
     out = tmp_path / "out.npz"
     rc = {"dataset": "gaussian", "agent-nodes": "100 101 102", "train-kw": json.dumps(TK), "out": str(out),
-          "agent-max-train": " ".join([str(SIZES["n_train"])] * K)}
+          "agent-max-train": " ".join([str(SIZES["n_train"])] * K), "agent-max-n": " ".join([str(SIZES["n_cal"])] * K)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         deployed_pipeline(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
@@ -408,7 +409,7 @@ def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path,
 def set_up_agent(k=1, K=3, dataset="gaussian", train_kw=TK, seed=0):
     "Agent k's ClientApp state after an honest set-up (features message with the agreed plans); returns (ctx, data, agreement, plans)."
     data = federation_data(dataset, K=K, seed=0, **SIZES)
-    ag = TrainingAgreement(dataset, seed, train_kw)
+    ag = TrainingAgreement(dataset, seed, train_kw, agents=K, max_train=SIZES["n_train"])
     d = data[k].train_X.reshape(SIZES["n_train"], -1).shape[1]
     plans = plan_tasks(ag.pred, ag.rat, K, d, d, None)
     plans[1].members, plans[1].label = [[0, j] for j in range(1, K)], [[1, 0]] * (K - 1)
@@ -443,6 +444,12 @@ def test_a_curious_server_cannot_change_the_agreed_plan_or_open_with_trap_parame
     msg = {"type": "Request", "stage": "features", "features": {**f, "plans": {**f["plans"], "predictor": trap.to_dict()}}}
     with pytest.raises(QueryRefused, match=r"agent 1: the server's predictor plan differs from the agreed one .*"
                                            r"hidden=\(4096,\) \(agreed \(30, 30\)\), batch_size=1000000 \(agreed 32\)"):
+        agent_query(ctx2, data, 1, msg, _pipe(msg), ag)
+    # nor invent members: the agreed federation is agents 0..K-1 (the second red team named agents 0..d, one
+    # pairwise classifier per covariate, and read the test points out of one test-weights answer)
+    fake = dataclasses.replace(plans["ratios"], members=[[0, j] for j in range(1, 11)], label=[[1, 0]] * 10)
+    msg = {"type": "Request", "stage": "features", "features": {**f, "plans": {**f["plans"], "ratios": fake.to_dict()}}}
+    with pytest.raises(QueryRefused, match="federations are not the agreed ones"):
         agent_query(ctx2, data, 1, msg, _pipe(msg), ag)
     # the features message is answered once per run: the server cannot swap the plan after set-up
     msg = {"type": "Request", "stage": "features", "features": f}
@@ -481,25 +488,35 @@ def test_a_curious_server_gets_models_test_weights_and_a_prediction_only_as_agre
     models = {"predictor-0": initial_networks(plans["predictor"], 0)[0],
               **{f"ratios-{g}": net for g, net in enumerate(initial_networks(plans["ratios"], 0))}}
     q = lambda d, arrs=None, a=ag: agent_query(ctx, data, 0, d, _pipe(d, arrs), a)
+    # models are the trained networks: none before training (a server cannot skip it and send crafted networks) ...
+    with pytest.raises(QueryRefused, match="network 'predictor-0' of round 7, but this agent never saw an earlier one"):
+        q({"type": "Request", "stage": "models"}, models)
+    for rnd in range(1, 7):                          # the agreed rounds (parameters kept: a move of 0)
+        agent_train(ctx, data, 0, *train_request(plans, 0, rnd, {}, tasks=[t for t in plans if rnd <= plans[t].rounds]), ag)
+    # ... nor far from the last networks the agent saw: one aggregation moves a coordinate at most round_move
+    far = {**models, "ratios-1": {n: a + 0.05 for n, a in models["ratios-1"].items()}}
+    with pytest.raises(QueryRefused, match=r"network 'ratios-1' moved a coordinate by 0.05 in 1 round\(s\); the agreed "
+                                           r"schedule moves it at most 0.008 a round"):
+        q({"type": "Request", "stage": "models"}, far)
     q({"type": "Request", "stage": "models"}, models)
     with pytest.raises(QueryRefused, match="'models' stage was answered 1 time"):
         q({"type": "Request", "stage": "models"}, models)
     for bad in ([0, 1, 1], [0, 5], [1, 2], [0, 2, 1], [0, True]):
         with pytest.raises(ValueError, match="need 0, then distinct agents of the trained pairwise classifiers"):
-            q({"type": "Request", "stage": "test-weights", "agents": bad}, a=TrainingAgreement("gaussian", 0, TK, runs=9))
+            q({"type": "Request", "stage": "test-weights", "agents": bad}, a=TrainingAgreement("gaussian", 0, TK, runs=9, agents=3, max_train=20))
     q({"type": "Request", "stage": "test-weights", "agents": [0, 1, 2]})
     with pytest.raises(QueryRefused, match=r"'test-weights' stage was answered 1 time\(s\), the agreed `runs`=1 in all"):
         q({"type": "Request", "stage": "test-weights", "agents": [0, 1, 2]})
     th = {"thresholds": {"q": np.full(SIZES["n_test"], 1.0)}}
     with pytest.raises(ValueError, match=r"thresholds must be \(40,\), >= 0"):
         q({"type": "Request", "stage": "predict"}, {"thresholds": {"q": np.full(SIZES["n_test"], -np.inf)}},
-          a=TrainingAgreement("gaussian", 0, TK, runs=9))
+          a=TrainingAgreement("gaussian", 0, TK, runs=9, agents=3, max_train=20))
     out = json.loads(q({"type": "Request", "stage": "predict"}, th)[PIPE]["json"])
     assert out["type"] == "Prediction" and 0 <= out["coverage"] <= 1
     with pytest.raises(QueryRefused, match="'predict' stage was answered 1 time"):
         q({"type": "Request", "stage": "predict"}, th)
     # deployed: the budget lives in a file, so a fresh run (a new Context) cannot ask again
-    filed = TrainingAgreement("gaussian", 0, TK, runs=1, state=tmp_path / "budget.json")
+    filed = TrainingAgreement("gaussian", 0, TK, runs=1, state=tmp_path / "budget.json", agents=3, max_train=20)
     for run in (1, 2):
         c = Context(run_id=run, node_id=1, node_config={"partition-id": 0}, state=RecordDict(), run_config={})
         msg = {"type": "Request", "stage": "features", "features": f}
@@ -538,6 +555,9 @@ def rewrite(agent, stage, change):
     ("train", lambda d, r: r.content.__setitem__("predictor-0", ArrayRecord(array_dict={
         k: Array(np.full(v.numpy().shape, 3e38, np.float32)) for k, v in r.content["predictor-0"].items()})),
      "above max_param=10000"),
+    ("train", lambda d, r: r.content.__setitem__("predictor-0", ArrayRecord(array_dict={    # model replacement
+        k: Array(np.full(v.numpy().shape, 1e4 if k.endswith("bias") else 0.0, np.float32))
+        for k, v in r.content["predictor-0"].items()})), r"predictor-0 moved a coordinate by 1e\+04 in one round"),
 ])
 def test_a_malicious_agent_is_left_out_and_the_run_goes_on(task_identity, stage, change, why):
     # the red team's malicious agent (NaN or huge sums, 10**6 training points, a list for counts, 3e38 parameters)
@@ -559,7 +579,7 @@ def bad_r(R):
     return mod
 
 
-@pytest.mark.parametrize("R, why", [(np.triu(np.full((10, 10), 1e200)), "above 1e100"), (np.eye(10) * (1 + 1j), "complex"),
+@pytest.mark.parametrize("R, why", [(np.triu(np.full((10, 10), 1e200)), "above 1e125"), (np.eye(10) * (1 + 1j), "complex"),
                                     (np.ones((20000, 10)), r"expected finite upper-triangular float64 \(10, 10\)")])
 def test_an_invalid_pca_factor_leaves_the_agent_out_and_the_pca_is_asked_again(task_identity, R, why):
     tk = {"predictor": {"epochs": 3, "pca": 0.9}, "ratios": {"epochs": 3, "pca": 0.6}}
@@ -569,3 +589,17 @@ def test_an_invalid_pca_factor_leaves_the_agent_out_and_the_pca_is_asked_again(t
     assert res.trained == [0, 1] and res.agents == [0, 1]
     st, _, _ = in_process(3, train_kw=tk, agents=[0, 1])
     assert res.predictor.pca.n_components >= 1 and np.all(np.isfinite(res.predictor.pca.components))
+
+
+def test_a_far_mean_poisons_the_pca_but_does_not_stop_the_run(task_identity):
+    # the second red team stopped the run with one agent's sum of covariates at 1e100 per point (allowed): the pooled
+    # mean moved so far that every honest R factor failed its bound, the test agent's too; the bound now allows for it
+    def far(msg, context, call_next):
+        reply = call_next(msg, context)
+        if int(context.node_config["partition-id"]) == 2 and "pca" in reply.content.array_records and \
+                json.loads(msg.content.config_records[PIPE]["json"]).get("stage") == "stats":
+            reply.content["pca"] = ArrayRecord(array_dict={"sum_x": Array(np.full(10, 1e100 * SIZES["n_train"]))})
+        return reply
+    tk = {"predictor": {"epochs": 3, "pca": 0.9}, "ratios": {"epochs": 3, "pca": 0.6}}
+    res = run_in_process(3, mods=[far], train_kw=tk, max_train=[SIZES["n_train"]] * 3)
+    assert res.agents == [0, 1, 2] and res.thresholds is not None     # poisoned (FedAvg is not robust), not stopped
