@@ -4,7 +4,7 @@
 
 # %% ../nbs/10b_flower_pipeline.ipynb #300b8c77
 from __future__ import annotations
-import fcntl, json, logging, math, os, time
+import fcntl, io, json, logging, math, os, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -247,15 +247,31 @@ def _pipe(d: dict, arrays: dict | None = None) -> RecordDict:
                                            for k, v in arrs.items()})
     return rd
 
+def _load(a: Array, shape: tuple, dtype, who: str, name: str) -> np.ndarray:
+    "An Array's ndarray, its .npy header read first: dtype, shape and byte count as expected before anything is allocated."
+    try:
+        if a.stype != "numpy.ndarray":
+            raise ValueError(f"serialisation {a.stype!r}")
+        f = io.BytesIO(a.data)
+        version = np.lib.format.read_magic(f)
+        shp, fortran, dt = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)(f)
+    except (ValueError, TypeError, AttributeError, SyntaxError) as e:
+        raise ValueError(f"{who}: array {name!r} is not a .npy array ({e}).") from None
+    if dt != np.dtype(dtype) or shp != tuple(shape) or len(a.data) - f.tell() != math.prod(shp) * dt.itemsize:
+        raise ValueError(f"{who}: array {name!r} is {dt} {shp} ({len(a.data)} bytes); expected {np.dtype(dtype)} "
+                         f"{tuple(shape)}.")
+    return a.numpy()
+
 def _arrays(rec: ArrayRecord, expect: dict, who: str, dtype=np.float32, finite: bool = True) -> dict:
-    "The arrays of an ArrayRecord, checked: exactly the expected names and shapes (None: any), finite, of `dtype`."
+    "The arrays of an ArrayRecord, checked (`_load` first): exactly the expected names and shapes, finite, of `dtype`."
     if not isinstance(rec, ArrayRecord) or sorted(rec.keys()) != sorted(expect):
         raise ValueError(f"{who}: arrays {sorted(rec.keys()) if isinstance(rec, ArrayRecord) else rec!r:.100}, "
                          f"expected {sorted(expect)}.")
     out = {}
     for k, shape in expect.items():
-        a = rec[k].numpy()
-        if a.dtype != dtype or (shape is not None and a.shape != tuple(shape)) or (finite and not np.all(np.isfinite(a))):
+        a = _load(rec[k], shape, dtype, who, k)
+        if finite and not np.all(np.isfinite(a)):
             raise ValueError(f"{who}: array {k!r} is {a.dtype} {a.shape}; expected finite {np.dtype(dtype)} {shape}.")
         out[k] = a
     return out
@@ -365,18 +381,24 @@ def _check_move(ctx: Context, key: str, # the network, e.g. "ratios-3"
                 arrs: dict, rnd: int, # its parameters at the start of round `rnd` (the final ones: rounds + 1)
                 step: float, # `round_move`: the most a round moves a coordinate
                 who: str) -> None:
-    "QueryRefused if the network moved more than `step` per round since the last one this agent saw; then remember it."
+    "QueryRefused unless the last network this agent saw is of round rnd - 1 and this one moved at most `step` from it."
     used = _run_state(ctx)
     if rnd > 1:
-        if f"seen-{key}" not in used:
-            raise QueryRefused(f"{who}: network {key!r} of round {rnd}, but this agent never saw an earlier one.")
+        if used.get(f"seen-{key}") != rnd - 1:
+            raise QueryRefused(f"{who}: network {key!r} of round {rnd}, but the last one this agent saw is of round "
+                               f"{used.get(f'seen-{key}')} (every round, in order: final models after the last round).")
         last, seen = _state_arrays(ctx, f"last-{key}"), used[f"seen-{key}"]
         move = max(float(np.abs(arrs[n].astype(np.float64) - last[n]).max(initial=0.0)) for n in arrs)
         if move > (rnd - seen) * step * (1 + 1e-6) + 1e-7:
             raise QueryRefused(f"{who}: network {key!r} moved a coordinate by {move:.3g} in {rnd - seen} round(s); the "
                                f"agreed schedule moves it at most {step:.3g} a round (round_move).")
-    _set_state_arrays(ctx, f"last-{key}", arrs)
-    used[f"seen-{key}"] = rnd
+
+def _remember(ctx: Context, nets: dict, rnd: int) -> None:
+    "Keep the networks {key: arrays} of round `rnd` (after every check of the message passed)."
+    used = _run_state(ctx)
+    for key, arrs in nets.items():
+        _set_state_arrays(ctx, f"last-{key}", arrs)
+        used[f"seen-{key}"] = rnd
     _set_state_json(ctx, RUN_STATE, used)
 
 def _run_state(ctx: Context) -> dict:
@@ -427,9 +449,9 @@ def _train_plans(ctx: Context, k: int, d: dict, who: str) -> dict:
     agreed = _state_json(ctx, "pipe-features")["plans"]
     plans = {n: TaskPlan.from_dict(p, who) for n, p in agreed.items()}
     rnd, last, T = d.get("round"), _run_state(ctx).get("round", 0), max(p.rounds for p in plans.values())
-    if type(rnd) is not int or not last < rnd <= T or (last == 0 and rnd != 1):
-        raise QueryRefused(f"{who}: round {rnd!r} refused: rounds start at 1 (from the agreed seed's networks) and only "
-                           f"go up (the last answered was {last}), to the agreed {T}.")
+    if type(rnd) is not int or rnd != last + 1 or rnd > T:
+        raise QueryRefused(f"{who}: round {rnd!r} refused: rounds come one after the other, from 1 (the agreed seed's "
+                           f"networks) to the agreed {T}; the last this agent saw was {last}.")
     tasks, expect = d.get("tasks"), {n for n, p in plans.items() if rnd <= p.rounds and p.replicas(k)}
     if not isinstance(tasks, dict) or set(tasks) != expect:
         raise ValueError(f"{who}: round {rnd} must carry the tasks {sorted(expect)}, got {tasks!r:.200}")
@@ -457,8 +479,9 @@ def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
             if clients[-1][0].shape[1] != plan.d_in:
                 raise ValueError(f"{who}: the plan's network takes {plan.d_in} inputs, this agent's features have "
                                  f"{clients[-1][0].shape[1]}.")
-            orders.append(_check_orders(content.array_records["orders"][f"{tname}-{g}"].numpy(), plan.local_epochs,
-                                        len(clients[-1][0]), who))
+            n = len(clients[-1][0])
+            o = _load(content.array_records["orders"][f"{tname}-{g}"], (plan.local_epochs, n), np.int64, who, "orders")
+            orders.append(_check_orders(o, plan.local_epochs, n, who))
         if d["round"] == 1:                               # round 1 starts from the agreed seed's networks, exactly
             init = initial_networks(plan, agreement.seed)
             if not all(np.allclose(s[n], init[g][n], rtol=1e-5, atol=1e-6) for s, (g, _) in zip(start, reps) for n in s):
@@ -466,6 +489,7 @@ def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
                                    f"{agreement.seed} gives.")
         for s, (g, _) in zip(start, reps):                # later rounds: no further than the schedule moves them
             _check_move(ctx, f"{tname}-{g}", s, d["round"], round_move(plan, agreement.max_train), who)
+        _remember(ctx, {f"{tname}-{g}": s for s, (g, _) in zip(start, reps)}, d["round"])
         key = f"opt-{tname}"
         st = _state_arrays(ctx, key) if key in ctx.state.array_records else None
         old = torch.get_num_threads(); torch.set_num_threads(1)
@@ -590,6 +614,7 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
             plan = plans[name.split("-")[0]]
             _check_move(ctx, name, a, plan.rounds + 1, round_move(plan, agreement.max_train), who)
         _spend(ctx, agreement, st, who)
+        _remember(ctx, arrs, -1)                  # the final models: no further network is accepted
         for name, a in arrs.items(): _set_state_arrays(ctx, f"model-{name}", a)
         return _pipe({"type": "Ack"})
     if st == "test-weights":
@@ -606,7 +631,7 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
         return _pipe({"type": "TestWeights"}, {"test-weights": {"w": np.column_stack(cols)}})
     if st == "predict":
         if data.test_X is None: raise ValueError(f"{who}: asked for a prediction but holds no test points.")
-        q = _arrays(content.array_records["thresholds"], {"q": None}, who, np.float64, finite=False)["q"]
+        q = _arrays(content.array_records["thresholds"], {"q": (len(data.test_X),)}, who, np.float64, finite=False)["q"]
         if q.shape != (len(data.test_X),) or np.any(np.isnan(q)) or np.any(q < 0):
             raise ValueError(f"{who}: thresholds must be ({len(data.test_X)},), >= 0 (scores are), +inf allowed, "
                              f"without NaN; got {q.shape}.")
@@ -836,11 +861,13 @@ def _pca_projections(stats: dict, srv: _Server, ks: list, ratios: list) -> tuple
     agent answers `TrainingAgreement.max_pca` PCA requests per run). Returns (projections, the agents kept)."""
     while True:
         n = sum(stats[k][0]["n_train"] for k in ks)
-        mu = sum(stats[k][1].array_records["pca"]["sum_x"].numpy() for k in ks) / n
+        mu = sum(_arrays(stats[k][1].array_records["pca"], {"sum_x": (stats[k][0]["d"],)}, f"agent {k}",
+                         np.float64)["sum_x"] for k in ks) / n
         got = srv.exchange({k: _pipe({"type": "Request", "stage": "pca"}, {"pca": {"mean": mu}}) for k in ks},
                            MessageType.QUERY, "pca")
         def r_factor(k, c):
-            R = _arrays(c.array_records.get("pca"), {"R": None}, f"agent {k}", np.float64)["R"]
+            n_k = stats[k][0]["n_train"]
+            R = _arrays(c.array_records.get("pca"), {"R": (min(n_k, len(mu)), len(mu))}, f"agent {k}", np.float64)["R"]
             _check_r(R, stats[k][0]["n_train"], len(mu))
             return R
         Rs = srv.parse(got, "pca", r_factor)

@@ -1,5 +1,6 @@
 "The whole pipeline over Flower (`pfwcp_nb.flower_pipeline`): agreement with the in-process pipeline, what leaves an agent, agents that drop out in training and in calibration, bad input, a curious server and a malicious agent."
 import dataclasses
+import io
 import json
 import logging
 import re
@@ -221,11 +222,22 @@ def test_classification_on_images_agrees(task_identity, require_dataset):
     assert res.coverage == pytest.approx(np.mean(dr.test_scores[np.arange(len(q)), dr.test_labels] <= q))
 
 
+def lose_reply(agent, rounds):
+    "A client mod: agent `agent` does the work of training rounds `rounds`, but its reply is lost (an error comes back)."
+    def mod(msg, context, call_next):
+        reply = call_next(msg, context)
+        if int(context.node_config["partition-id"]) == agent and PIPE in msg.content.config_records and \
+                json.loads(msg.content.config_records[PIPE]["json"]).get("round") in rounds:
+            raise RuntimeError(f"simulated failure of agent {agent} at train (reply lost)")
+        return reply
+    return mod
+
+
 def test_dropout_in_training_continues_with_those_that_answered(task_identity, caplog):
-    # agent 2 fails in rounds 2 and 3: the predictor averages the other three (weighted by counts), agent 2's ratio
-    # classifier skips those rounds; agent 2 is back from round 4 and calibrates with the others
+    # agent 2's replies of rounds 2 and 3 are lost: the predictor averages the other three (weighted by counts), agent
+    # 2's ratio classifier skips those rounds; agent 2 is back from round 4 and calibrates with the others
     with caplog.at_level(logging.WARNING, logger="pfwcp_nb.flower_pipeline"):
-        res = run_in_process(4, mods=[fail(2, "train", {2, 3})])
+        res = run_in_process(4, mods=[lose_reply(2, {2, 3})])
     assert res.ratio_steps == [5, 3, 5]
     assert res.agents == [0, 1, 2, 3] and res.trained == [0, 1, 2, 3]
     assert any("training round 2: agent 2" in e and "simulated failure" in e for e in res.events)
@@ -234,6 +246,11 @@ def test_dropout_in_training_continues_with_those_that_answered(task_identity, c
     st, _, _ = in_process(4)
     assert max_param_diff(res.predictor.model, st.predictor.model) > 1e-4      # a different (3-agent) average
     assert np.all(np.isfinite(res.thresholds)) or res.coverage is not None
+    # an agent that never saw round 2 cannot check the networks of round 4 against round 1's: it refuses the later
+    # rounds and is left out after `drop_after` misses
+    res = run_in_process(4, mods=[fail(2, "train", {2})], drop_after=3)
+    assert res.trained == [0, 1, 3] and res.agents == [0, 1, 3]
+    assert any("training round 3: agent 2" in e and "rounds come one after the other" in e for e in res.events)
 
 
 def test_training_stops_below_the_minimum_and_drops_silent_agents(task_identity):
@@ -463,14 +480,14 @@ def test_a_curious_server_cannot_change_the_agreed_plan_or_open_with_trap_parame
     # nor can it skip round 1 and open with crafted parameters in round 2
     ctx, data, ag, plans, f = set_up_agent()
     msg, rd = train_request(plans, 1, 2, {"predictor": crafted})
-    with pytest.raises(QueryRefused, match=r"round 2 refused: rounds start at 1"):
+    with pytest.raises(QueryRefused, match=r"round 2 refused: rounds come one after the other"):
         agent_train(ctx, data, 1, msg, rd, ag)
     # the seeded networks: answered; the same round again, a round past the schedule, or another plan: refused
     ctx, data, ag, plans, f = set_up_agent()
     msg, rd = train_request(plans, 1, 1, {})
     reply = agent_train(ctx, data, 1, msg, rd, ag)
     assert json.loads(reply[PIPE]["json"])["counts"] == {"predictor-0": SIZES["n_train"], "ratios-0": SIZES["n_train"]}
-    with pytest.raises(QueryRefused, match=r"round 1 refused: .* only go up \(the last answered was 1\), to the agreed 6"):
+    with pytest.raises(QueryRefused, match=r"round 1 refused: rounds come one after the other, from 1 .* to the agreed 6; the last this agent saw was 1"):
         agent_train(ctx, data, 1, msg, rd, ag)
     msg, rd = train_request(plans, 1, 7, {}, tasks=("predictor",))
     with pytest.raises(QueryRefused, match="round 7 refused"):
@@ -489,7 +506,7 @@ def test_a_curious_server_gets_models_test_weights_and_a_prediction_only_as_agre
               **{f"ratios-{g}": net for g, net in enumerate(initial_networks(plans["ratios"], 0))}}
     q = lambda d, arrs=None, a=ag: agent_query(ctx, data, 0, d, _pipe(d, arrs), a)
     # models are the trained networks: none before training (a server cannot skip it and send crafted networks) ...
-    with pytest.raises(QueryRefused, match="network 'predictor-0' of round 7, but this agent never saw an earlier one"):
+    with pytest.raises(QueryRefused, match="network 'predictor-0' of round 7, but the last one this agent saw is of round None"):
         q({"type": "Request", "stage": "models"}, models)
     for rnd in range(1, 7):                          # the agreed rounds (parameters kept: a move of 0)
         agent_train(ctx, data, 0, *train_request(plans, 0, rnd, {}, tasks=[t for t in plans if rnd <= plans[t].rounds]), ag)
@@ -499,7 +516,7 @@ def test_a_curious_server_gets_models_test_weights_and_a_prediction_only_as_agre
                                            r"schedule moves it at most 0.008 a round"):
         q({"type": "Request", "stage": "models"}, far)
     q({"type": "Request", "stage": "models"}, models)
-    with pytest.raises(QueryRefused, match="'models' stage was answered 1 time"):
+    with pytest.raises(QueryRefused, match="last one this agent saw is of round -1"):     # models only once
         q({"type": "Request", "stage": "models"}, models)
     for bad in ([0, 1, 1], [0, 5], [1, 2], [0, 2, 1], [0, True]):
         with pytest.raises(ValueError, match="need 0, then distinct agents of the trained pairwise classifiers"):
@@ -531,6 +548,13 @@ def test_a_curious_server_gets_models_test_weights_and_a_prediction_only_as_agre
                 call()
 
 
+def npy_bomb():
+    "An Array whose .npy header claims 10**12 float32 values and carries 16 bytes (the third red team's MemoryError)."
+    f = io.BytesIO()
+    np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (10 ** 12,)})
+    return Array(dtype="float32", shape=(10 ** 12,), stype="numpy.ndarray", data=f.getvalue() + b"\0" * 16)
+
+
 def rewrite(agent, stage, change):
     "A client mod: agent `agent`'s answer to `stage` (a pipeline stage, or 'train') goes through `change(json dict, reply)`, which returns the new JSON text or None (unchanged)."
     def mod(msg, context, call_next):
@@ -558,6 +582,8 @@ def rewrite(agent, stage, change):
     ("train", lambda d, r: r.content.__setitem__("predictor-0", ArrayRecord(array_dict={    # model replacement
         k: Array(np.full(v.numpy().shape, 1e4 if k.endswith("bias") else 0.0, np.float32))
         for k, v in r.content["predictor-0"].items()})), r"predictor-0 moved a coordinate by 1e\+04 in one round"),
+    ("train", lambda d, r: r.content["predictor-0"].__setitem__("0.bias", npy_bomb()),     # a header claiming 4 TB
+     r"array '0.bias' is float32 \(1000000000000,\) \(144 bytes\); expected float32"),
 ])
 def test_a_malicious_agent_is_left_out_and_the_run_goes_on(task_identity, stage, change, why):
     # the red team's malicious agent (NaN or huge sums, 10**6 training points, a list for counts, 3e38 parameters)
@@ -580,7 +606,7 @@ def bad_r(R):
 
 
 @pytest.mark.parametrize("R, why", [(np.triu(np.full((10, 10), 1e200)), "above 1e125"), (np.eye(10) * (1 + 1j), "complex"),
-                                    (np.ones((20000, 10)), r"expected finite upper-triangular float64 \(10, 10\)")])
+                                    (np.ones((20000, 10)), r"array 'R' is float64 \(20000, 10\) \(1600128 bytes\); expected float64 \(10, 10\)")])
 def test_an_invalid_pca_factor_leaves_the_agent_out_and_the_pca_is_asked_again(task_identity, R, why):
     tk = {"predictor": {"epochs": 3, "pca": 0.9}, "ratios": {"epochs": 3, "pca": 0.6}}
     res = run_in_process(3, mods=[bad_r(R)], train_kw=tk, max_train=[SIZES["n_train"]] * 3)
