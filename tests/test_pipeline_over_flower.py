@@ -4,7 +4,10 @@ import io
 import json
 import logging
 import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 import warnings
 
 import numpy as np
@@ -23,6 +26,7 @@ from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.pipeline import sample_draw, train_setup
 
+ROOT = Path(__file__).resolve().parents[1]
 TK = {"predictor": {"epochs": 6}, "ratios": {"epochs": 5}}     # a few rounds: the schedule, not the accuracy, is tested
 SIZES = dict(n_train=20, n_cal=30, n_test=40)
 
@@ -629,3 +633,9 @@ def test_a_far_mean_poisons_the_pca_but_does_not_stop_the_run(task_identity):
     tk = {"predictor": {"epochs": 3, "pca": 0.9}, "ratios": {"epochs": 3, "pca": 0.6}}
     res = run_in_process(3, mods=[far], train_kw=tk, max_train=[SIZES["n_train"]] * 3)
     assert res.agents == [0, 1, 2] and res.thresholds is not None     # poisoned (FedAvg is not robust), not stopped
+
+
+def test_the_attacks_script_refuses_bad_arguments():
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "flower_pipeline_attacks.py"), "--bogus"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "usage:" in r.stderr
