@@ -39,7 +39,7 @@ __all__ = ['PIPE', 'RUN_STATE', 'MAX_CLASSES', 'BUDGETS', 'ADAM_MOVE', 'STAGES',
            'PIPELINE_RUN_CONFIG', 'PIPELINE_NODE_CONFIG', 'pipeline_client', 'pipeline_server_app', 'TaskPlan',
            'plan_tasks', 'ServerTask', 'AgentData', 'round_move', 'TrainingAgreement', 'initial_networks',
            'agent_train', 'agent_calibration', 'agent_query', 'agreed_policy', 'pipeline_client_app', 'PipelineResult',
-           'ack', 'pipeline_server', 'federation_data', 'simulate_pipeline', 'pipeline_run_config', 'save_result',
+           'pipeline_server', 'federation_data', 'simulate_pipeline', 'pipeline_run_config', 'save_result',
            'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
            'pipeline_app_pyproject', 'write_pipeline_app_project']
 
@@ -892,7 +892,7 @@ def _pca_projections(stats: dict, srv: _Server, ks: list, ratios: list) -> tuple
     return out, ks
 
 # %% ../nbs/10b_flower_pipeline.ipynb #165970c2
-def ack(stage: str):
+def _ack(stage: str):
     "The check of an agent's acknowledgement of a set-up message (`_Server.parse`)."
     def check(k, c):
         if _msg_json(c, f"agent {k}") != {"type": "Ack", "agent": k}:
@@ -958,7 +958,7 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
              "ratios": None if proj_rat is None else {"scale": proj_rat.scale, "explained": proj_rat.explained_variance_ratio}}
     parr = {f"pca-{w}": _proj_arrays(p) for w, p in (("predictor", proj_pred), ("ratios", proj_rat)) if p is not None}
     got = srv.parse(srv.exchange({k: _pipe({"type": "Request", "stage": "features", "features": feats}, parr)
-                                  for k in alive}, MessageType.QUERY, "features"), "features", ack("features"))
+                                  for k in alive}, MessageType.QUERY, "features"), "features", _ack("features"))
     alive = [k for k in alive if k in got]
     if 0 not in alive or len(alive) < min_agents:
         raise RuntimeError(f"features: agents {alive} accepted the set-up; the test agent and min_agents={min_agents} "
@@ -1049,7 +1049,7 @@ def pipeline_server(grid: Grid, dataset: str, K: int, *, seed: int = 0, method: 
         for j in (gof if k == 0 else [k]):
             arrs[f"ratios-{j - 1}"] = S_r.arrays(gof[j])
         contents[k] = _pipe({"type": "Request", "stage": "models"}, arrs)
-    got = srv.parse(srv.exchange(contents, MessageType.QUERY, "models"), "models", ack("models"))
+    got = srv.parse(srv.exchange(contents, MessageType.QUERY, "models"), "models", _ack("models"))
     cal = [k for k in alive if k in got and (k == 0 or S_r.steps[gof[k]] > 0)]
     res.seconds["models"] = time.perf_counter() - t0 - res.seconds["training"]
     t1 = time.perf_counter()
