@@ -292,6 +292,10 @@ def _state_arrays(ctx: Context, key: str) -> dict:
 def _set_state_arrays(ctx: Context, key: str, arrs: dict):
     ctx.state[key] = ArrayRecord(array_dict={k: Array(np.ascontiguousarray(v)) for k, v in arrs.items()})
 
+def _agent_plans(ctx: Context, who: str) -> dict:
+    "The plans this agent accepted at set-up (features message), decoded: {task name: TaskPlan}."
+    return {n: TaskPlan.from_dict(p, who) for n, p in _state_json(ctx, "pipe-features")["plans"].items()}
+
 def _agent_proj(ctx: Context, which: str) -> PCAProjection | None:
     cfg = _state_json(ctx, "pipe-features")[which]
     if cfg is None: return None
@@ -447,7 +451,7 @@ def _train_plans(ctx: Context, k: int, d: dict, who: str) -> dict:
     if "pipe-features" not in ctx.state.config_records:
         raise QueryRefused(f"{who}: a training round before the set-up (features) message.")
     agreed = _state_json(ctx, "pipe-features")["plans"]
-    plans = {n: TaskPlan.from_dict(p, who) for n, p in agreed.items()}
+    plans = _agent_plans(ctx, who)
     rnd, last, T = d.get("round"), _run_state(ctx).get("round", 0), max(p.rounds for p in plans.values())
     if type(rnd) is not int or rnd != last + 1 or rnd > T:
         raise QueryRefused(f"{who}: round {rnd!r} refused: rounds come one after the other, from 1 (the agreed seed's "
@@ -604,7 +608,7 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
         _set_state_json(ctx, "pipe-features", f)
         return _pipe({"type": "Ack"})
     if st == "models":
-        plans = {n: TaskPlan.from_dict(p, who) for n, p in _state_json(ctx, "pipe-features")["plans"].items()}
+        plans = _agent_plans(ctx, who)
         ratio_names = {f"ratios-{m[1] - 1}" for m in plans["ratios"].members if k in (0, m[1])}
         if set(content.array_records) != {"predictor-0"} | ratio_names:
             raise ValueError(f"{who}: the models message holds {sorted(content.array_records)}, expected "
@@ -620,7 +624,7 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
     if st == "test-weights":
         if data.test_X is None: raise ValueError(f"{who}: asked for test weights but holds no test points.")
         ks = d.get("agents")
-        js = {m[1] for m in TaskPlan.from_dict(_state_json(ctx, "pipe-features")["plans"]["ratios"], who).members}
+        js = {m[1] for m in _agent_plans(ctx, who)["ratios"].members}
         if (not isinstance(ks, list) or not ks or ks[0] != 0 or not all(type(j) is int and j in js for j in ks[1:])
                 or ks != sorted(set(ks))):
             raise ValueError(f"{who}: test weights asked for agents {ks!r:.100}; need 0, then distinct agents of the "
@@ -1245,15 +1249,20 @@ PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = r
     "out": (None, "path of the .npz the server writes (thresholds, calibration federation, models, summary json)"),
 }
 
+def _json_object(value, name: str) -> dict:
+    "A config value holding a JSON object (`name` in the error, e.g. \"run_config['train-kw']\")."
+    try:
+        d = json.loads(value)
+    except (TypeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{name} must be a JSON object, got {value!r}: {e}") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{name} must be a JSON object, got {value!r}.")
+    return d
+
 def pipeline_run_config(run_config) -> dict:
     "The deployed pipeline's settings, defaults filled in; ValueError naming a missing, unknown or malformed key."
     out = config_values(run_config, PIPELINE_RUN_CONFIG, "run_config")
-    try:
-        out["train-kw"] = json.loads(out["train-kw"])
-    except (TypeError, json.JSONDecodeError) as e:
-        raise ValueError(f"run_config['train-kw'] must be a JSON object, got {out['train-kw']!r}: {e}") from None
-    if not isinstance(out["train-kw"], dict):
-        raise ValueError(f"run_config['train-kw'] must be a JSON object, got {out['train-kw']!r}.")
+    out["train-kw"] = _json_object(out["train-kw"], "run_config['train-kw']")
     return out
 
 def save_result(res: PipelineResult, path) -> None:
@@ -1299,12 +1308,7 @@ def load_pipeline_policy(context: Context) -> QueryPolicy:
 def load_node_agreement(context: Context) -> TrainingAgreement:
     "A pipeline SuperNode's training agreement: its node_config's pipeline-* keys; the budget file beside its data."
     c = node_config_values(context.node_config, PIPELINE_NODE_CONFIG)
-    try:
-        kw = json.loads(str(c["pipeline-train-kw"]))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"node_config pipeline-train-kw must be a JSON object, got {c['pipeline-train-kw']!r}: {e}") from None
-    if not isinstance(kw, dict):
-        raise ValueError(f"node_config pipeline-train-kw must be a JSON object, got {c['pipeline-train-kw']!r}.")
+    kw = _json_object(str(c["pipeline-train-kw"]), "node_config pipeline-train-kw")
     return TrainingAgreement(str(c["pipeline-dataset"]), agents=int(c["pipeline-agents"]),
                              max_train=int(c["pipeline-max-train"]), seed=int(c["pipeline-seed"]), train_kw=kw,
                              runs=int(c["pipeline-runs"]),
