@@ -15,8 +15,8 @@ from .pfwcp import PFWCP, AgentCalibration, AgentSummary, _as_test_weights
 from ._validate import check_unit_open, add_param_docs
 
 # %% auto #0
-__all__ = ['GAMMA_GRID', 'DOMINANT_WEIGHT', 'with_gamma', 'loo_thresholds', 'TrustWarning', 'TrustReport', 'clopper_pearson',
-           'trust_check', 'BandWarning', 'loo_target', 'choose_gamma', 'Regime', 'cp_is_finite', 'recommend']
+__all__ = ['GAMMA_GRID', 'with_gamma', 'loo_thresholds', 'TrustWarning', 'TrustReport', 'clopper_pearson', 'trust_check',
+           'BandWarning', 'loo_target', 'choose_gamma', 'Regime', 'cp_is_finite', 'recommend']
 
 # %% ../nbs/02c_trust.ipynb #96e9b32a
 def _loo_own_quantiles(s0, # the test agent's scores (n_1,)
@@ -175,9 +175,8 @@ def choose_gamma(model: PFWCP, # calibrated in process (its own `gamma` is ignor
 @dataclass(frozen=True)
 class Regime:
     "What `recommend` reads from the agents' summaries, and its recommendation."
-    method: str            # "CP" (local split conformal) or "PFWCP"
-    options: dict          # the method's options (PFWCP: select, gamma; "auto" = `choose_gamma`)
-    check: bool            # run `trust_check` before deploying (and fall back to CP if it fails)
+    method: str            # "CP" (local split conformal), "CP-or-pooled" (`value.CPOrPooled`) or "PFWCP"
+    options: dict          # the method's options (PFWCP: select)
     guarantee: str         # "mc" or "ccc"
     n1: int                # the test agent's calibration points
     K: int                 # agents
@@ -192,40 +191,35 @@ def cp_is_finite(n1: int, alpha: float, delta: float | None = None) -> bool:
     a = check_unit_open(alpha, "alpha") if delta is None else ccc_alpha(alpha, delta, n1)
     return bool(a > 0 and np.ceil((1.0 - a) * (n1 + 1) * (1.0 - WQ_TOL)) <= n1)
 
-DOMINANT_WEIGHT = 0.5   # w_1 at which the test agent pins the federated threshold (the paper grid's largest tau)
-
 # %% ../nbs/02c_trust.ipynb #c41b0102
 def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), as the server holds them
               alpha: float = 0.1, # miscoverage level
               delta: float | None = None, # None: MC; else the CCC level
              ) -> Regime:
-    "The regime of this federation (n_1, K, n_eff, w_1, the guarantee) and the method to use, with its reason."
+    "The regime of this federation (n_1, K, n_eff, the guarantee) and the method the benchmark shows best there, with its reason."
     summaries = list(summaries)
     if len(summaries) < 2 or not all(isinstance(s, AgentSummary) for s in summaries):
         raise ValueError("`summaries` must be the AgentSummary of every agent (test agent first), at least two.")
     alpha = check_unit_open(alpha, "alpha")
     delta = None if delta is None else check_unit_open(delta, "delta")
     n_eff = np.array([s.n_eff for s in summaries], dtype=float)
-    n1, w1 = int(summaries[0].n), float(n_eff[0] / n_eff.sum())
-    others = n_eff[1:]
+    n1, others = int(summaries[0].n), n_eff[1:]
     common = dict(guarantee="mc" if delta is None else "ccc", n1=n1, K=len(summaries),
                   n_eff_others=(float(others.min()), float(np.median(others)), float(others.max())),
-                  test_agent_weight=w1, cp_finite=cp_is_finite(n1, alpha, delta))
-    if not common["cp_finite"]:
-        return Regime(method="PFWCP", options=dict(select="finite-first"), check=False, **common,
-                      reason=f"local CP returns the whole line at n_1={n1} for this guarantee; the federation is the "
-                             "only informative option (too few own points for the check)")
-    if delta is None:
-        return Regime(method="CP", options={}, check=False, **common,
-                      reason="marginal coverage with a finite local CP: split CP is exact and was as narrow as PFWCP's "
-                             "finite sets on most dataset-levels measured, with no infinite set and no ratio")
-    if w1 >= DOMINANT_WEIGHT:
-        return Regime(method="CP", options={}, check=False, **common,
-                      reason=f"the test agent carries w_1={w1:.2f} >= {DOMINANT_WEIGHT} of the aggregation weight: the "
-                             "federated threshold is pinned to its own quantile; local CP is exact and needs no ratio")
-    return Regime(method="PFWCP", options=dict(select="finite-first", gamma="auto"), check=True, **common,
-                  reason=f"the other agents carry {1 - w1:.2f} of the weight: PFWCP with the band (gamma from the test "
-                         "agent's leave-one-out check) and finite-first cells; run trust_check, fall back to CP if it fails")
+                  test_agent_weight=float(n_eff[0] / n_eff.sum()), cp_finite=cp_is_finite(n1, alpha, delta))
+    if delta is not None:
+        why = ("local CP at delta or osPFWCP at the pooled level with the delta local CP leaves unused, whichever is "
+               "narrower at the test agent's own covariates: valid by the union bound, never wider than local CP"
+               if common["cp_finite"] else f"local CP returns the whole line at n_1={n1}; osPFWCP at the pooled level "
+               "gets all of delta and answers with finite sets")
+        return Regime(method="CP-or-pooled", options={}, **common, reason=why)
+    if common["cp_finite"]:
+        return Regime(method="CP", options={}, **common,
+                      reason="marginal coverage with a finite local CP: split CP is exact, within 1/(n_1+1) of the target "
+                             "level, and no federated method was narrower beyond noise with estimated ratios")
+    return Regime(method="PFWCP", options=dict(select="finite-first"), **common,
+                  reason=f"local CP returns the whole line at n_1={n1} for marginal coverage; PFWCP with finite-first "
+                         "cells is the only informative option")
 
 # %% ../nbs/02c_trust.ipynb #9c4f2228
 add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

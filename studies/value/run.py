@@ -1,0 +1,198 @@
+"""Issue 27's benchmark: what federating buys over split CP on the test agent's own points.
+
+For each dataset, heterogeneity level and test-agent size n_1, the same calibration draws (the stored grids' models,
+seed 0, estimated and true density ratios) are given to local CP and to every method; per draw we record coverage,
+the mean size of the finite sets and the share of infinite sets, and summarise per cell: MC and CCC with their Monte
+Carlo s.e., the width ratio to CP paired on the same draws (with its s.e.), the infinite share, and the
+order-statistics ceiling.
+
+    python scripts/value_bench.py --out results/value/draws.csv --levels severe --n1 5 10 20 50 100
+    python scripts/value_bench.py --summary results/value/draws.csv --out results/value/summary.csv
+"""
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy import stats
+
+from pfwcp_nb.data import make_federation, DATASETS
+from pfwcp_nb.pipeline import train_setup, sample_draw
+from pfwcp_nb.metrics import evaluate_thresholds
+from pfwcp_nb.procedure import ccc_alpha
+
+sys.path.insert(0, str(Path(__file__).parent))
+import candidates as vp  # noqa: E402
+from pfwcp_nb import baselines as bl  # noqa: E402
+
+ALPHA, DELTA = 0.1, 0.1
+M_TEST = 500       # test points per draw (the summary's test-noise correction assumes this)
+SCARCE = 20        # n_1 up to which the MC methods that CP does not dominate are run (and MC with the true ratios)
+
+
+def methods():
+    "name -> (function(draw, alpha, delta), weight kinds it runs on, guarantees)."
+    E, EO, BOTH, CCC = ("estimated",), ("estimated", "oracle"), ("mc", "ccc"), ("ccc",)
+    return {
+        "CP": (bl.cp, E, BOTH),
+        "FCP-QQ": (bl.fcp_qq, E, BOTH),
+        "FWCP": (bl.fwcp, E, BOTH),
+        "PFWCP": (bl.pfwcp, EO, BOTH),
+        "PFWCP-rec": (lambda d, a, de: bl.pfwcp(d, a, de, select="finite-first", gamma="auto"), E, BOTH),
+        "PFWCP-ff": (lambda d, a, de: bl.pfwcp(d, a, de, select="finite-first"), EO, BOTH),
+        "PFWCP-gmc": (vp.pfwcp_gamma_mc, E, CCC),
+        "osPFWCP": (bl.ospfwcp, EO, CCC),
+        "osPFWCP-pool": (vp.ospfwcp_pooled, EO, CCC),
+        "osPFWCP-pool-mc": (vp.ospfwcp_pooled, E, ("mc",)),     # costly (the MC tau search): scarce n_1 only
+        "osPFWCP-pool-band": (vp.ospfwcp_pool_band, E, CCC),
+        "Sel-CP-pool": (vp.select_cp_pool, E, CCC),
+        "Sel-slack": (vp.select_slack, E, CCC),
+    }
+
+
+def setup_for(dataset, level, cache):
+    p = Path(cache) / f"{dataset}_{level}_0.pt"
+    if p.exists():
+        return torch.load(p, weights_only=False)
+    st = train_setup(dataset, level, seed=0, need_localizer=False, progress=False)
+    torch.save(st, p)
+    return st
+
+
+LIGHT_CCC = {"CP", "PFWCP", "PFWCP-rec", "osPFWCP", "osPFWCP-pool", "Sel-slack", "FCP-QQ"}
+SCARCE_MC = {"CP", "FCP-QQ", "FWCP", "PFWCP", "PFWCP-ff", "PFWCP-rec", "osPFWCP-pool-mc"}
+
+
+def wanted(name, kind, guarantee, n1, light):
+    """Which (method, weights, guarantee) a cell runs. Full: all but the costly MC ones above SCARCE. Light: the set the
+    summary needs (CCC: today's methods, the candidates that survived n_1 = 100; MC: CP, and the scarce-data set)."""
+    if guarantee == "mc" and n1 > SCARCE and (kind == "oracle" or name == "osPFWCP-pool-mc"):
+        return False                  # MC where local CP is the answer: no true-ratio run, no costly one-shot search
+    if not light:
+        return True
+    if guarantee == "ccc":
+        return name in LIGHT_CCC or (n1 <= SCARCE and name == "PFWCP-ff")
+    return name == "CP" or (n1 <= SCARCE and name in SCARCE_MC)
+
+
+def run_cell(dataset, level, n1, n_sims, n_test, cache, names, light=False):
+    st = setup_for(dataset, level, cache)
+    fed = make_federation(dataset, level, K=st.K, seed=0)
+    M = methods()
+    rows = []
+    for sim in range(n_sims):
+        draws = sample_draw(st, fed, sim, n_cal_test=n1, n_test=n_test, weights=("estimated", "oracle"),
+                            localize=False, own_weights=True)
+        neff = [float(np.sum(w) ** 2 / np.sum(w ** 2)) for w in draws["estimated"].cal_weights]
+        for name in names:
+            fn, kinds, guarantees = M[name]
+            for kind in kinds:
+                d = draws[kind]
+                for guarantee in guarantees:
+                    if not wanted(name, kind, guarantee, n1, light):
+                        continue
+                    delta = None if guarantee == "mc" else DELTA
+                    t0 = time.perf_counter()
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        thr = np.asarray(fn(d, ALPHA, delta), dtype=float)
+                    cov, _, n_inf = evaluate_thresholds(d.task, d.test_scores, thr, d.test_labels)
+                    fin = np.isfinite(thr)
+                    size = (np.nan if not fin.any() else
+                            evaluate_thresholds(d.task, d.test_scores[fin], thr[fin],
+                                                None if d.test_labels is None else d.test_labels[fin])[1])
+                    rows.append(dict(dataset=dataset, heterogeneity=level, n1=n1, sim=sim, method=name, weights=kind,
+                                     guarantee=guarantee, coverage=cov, size_finite=size, inf_share=float(np.isinf(thr).mean()),
+                                     n_eff_pool=sum(neff), seconds=time.perf_counter() - t0))
+        d = draws["estimated"]          # the ceiling: the ideal constant threshold at the pooled level (an oracle)
+        true = d.test_scores if d.test_labels is None else d.test_scores[np.arange(d.m), d.test_labels]
+        for guarantee in ("mc", "ccc"):
+            a = ALPHA if guarantee == "mc" else ccc_alpha(ALPHA, DELTA, sum(neff))
+            thr = np.full(d.m, np.quantile(true, 1 - a))
+            cov, size, _ = evaluate_thresholds(d.task, d.test_scores, thr, d.test_labels)
+            rows.append(dict(dataset=dataset, heterogeneity=level, n1=n1, sim=sim, method="ceiling", weights="oracle",
+                             guarantee=guarantee, coverage=cov, size_finite=size, inf_share=0.0,
+                             n_eff_pool=sum(neff), seconds=0.0))
+    return rows
+
+
+def summarise(df):
+    "Per cell and method: MC, CCC (s.e.), width ratio to CP paired on the same draws (s.e.), infinite share."
+    keys = ["dataset", "heterogeneity", "n1", "guarantee"]
+    cp = df[df.method == "CP"].set_index(keys + ["sim"])["size_finite"]
+    out = []
+    for (cell, g) in df.groupby(keys + ["method", "weights"]):
+        N = len(g)
+        c = g.coverage.to_numpy()
+        ok = (c >= 1 - ALPHA).astype(float)
+        ref = cp.reindex(pd.MultiIndex.from_frame(g[keys + ["sim"]])).to_numpy()
+        r = g.size_finite.to_numpy() / ref
+        r = r[np.isfinite(r)]
+        var = c.var(ddof=1) - np.mean(c * (1 - c)) / M_TEST     # the conditional coverage's spread, test noise removed
+        cond = float(c.mean() >= 1 - ALPHA) if var <= 0 else float(stats.norm.cdf((c.mean() - 1 + ALPHA) / np.sqrt(var)))
+        out.append(dict(zip(keys + ["method", "weights"], cell), n_sims=N, MC=c.mean(), MC_se=c.std(ddof=1) / np.sqrt(N),
+                        CCC=ok.mean(), CCC_se=np.sqrt(max(ok.mean() * (1 - ok.mean()), 1 / N) / N), CCC_cond=cond,
+                        ratio=r.mean() if r.size else np.nan,
+                        ratio_se=r.std(ddof=1) / np.sqrt(r.size) if r.size > 1 else np.nan,
+                        ratio_draws=r.size, inf_share=g.inf_share.mean(), size_finite=g.size_finite.mean(),
+                        n_eff_pool=g.n_eff_pool.median(), seconds=g.seconds.mean()))
+    return pd.DataFrame(out)
+
+
+PRESET = {"ccc": "Sel-slack"}        # the preset's method per guarantee (MC: local CP where it is finite, else PRESET_MC_SCARCE)
+PRESET_MC_SCARCE = "PFWCP-ff"
+MC_CP_FINITE_N1 = 9                  # local CP's MC set is finite from n_1 = 9 (alpha = 0.1)
+
+
+def with_preset(s):
+    "The summary with the preset's rows: per cell, the rows of the method it runs there (`trust.recommend`'s rule)."
+    pick = lambda r: PRESET["ccc"] if r.guarantee == "ccc" else ("CP" if r.n1 >= MC_CP_FINITE_N1 else PRESET_MC_SCARCE)
+    rows = s[(s.weights == "estimated") & (s.method == s.apply(pick, axis=1))].copy()
+    rows["runs"], rows["method"] = rows.method, "Preset"
+    return pd.concat([s, rows], ignore_index=True)
+
+
+def verdicts(s):
+    "Validity (MC >= 90 % - 2 s.e., CCC >= 90 % - 1 s.e.), narrower / wider than CP beyond two s.e., finite share."
+    s = s.copy()
+    mc = s.guarantee == "mc"
+    s["valid"] = np.where(mc, s.MC >= 1 - ALPHA - 2 * s.MC_se, s.CCC >= 1 - DELTA - s.CCC_se)
+    s["narrower"] = s.ratio + 2 * s.ratio_se.fillna(0) < 1
+    s["wider"] = s.ratio - 2 * s.ratio_se.fillna(0) > 1
+    s["finite"] = 1 - s.inf_share
+    return s
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", nargs="+", default=None)
+    ap.add_argument("--levels", nargs="+", default=["severe"])
+    ap.add_argument("--n1", nargs="+", type=int, default=[100])
+    ap.add_argument("--n-sims", type=int, default=500)
+    ap.add_argument("--n-test", type=int, default=500)
+    ap.add_argument("--methods", nargs="+", default=None)
+    ap.add_argument("--cache", default=os.environ.get("PFWCP_VALUE_CACHE", ".pfwcp_cache/value"))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--light", action="store_true", help="only the methods the summary needs (see `wanted`)")
+    a = ap.parse_args(argv)
+    Path(a.cache).mkdir(parents=True, exist_ok=True)
+    names = a.methods or list(methods())
+    datasets = a.datasets or list(DATASETS)
+    out = Path(a.out)
+    for level in a.levels:
+        for ds in datasets:
+            for n1 in a.n1:
+                t0 = time.time()
+                rows = run_cell(ds, level, n1, a.n_sims, a.n_test, a.cache, names, a.light)
+                df = pd.DataFrame(rows)
+                df.to_csv(out, mode="a", header=not out.exists(), index=False)
+                print(f"{ds} {level} n1={n1}: {time.time() - t0:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
