@@ -124,6 +124,7 @@ def run_cell(dataset, level, n1, n_sims, n_test, cache, names, light=False):
 def summarise(df):
     "Per cell and method: MC, CCC (s.e.), width ratio to CP paired on the same draws (s.e.), infinite share."
     keys = ["dataset", "heterogeneity", "n1", "guarantee"]
+    df = df.drop_duplicates(keys + ["sim", "method", "weights"])     # a supplementary run repeats the ceiling rows
     cp = df[df.method == "CP"].set_index(keys + ["sim"])["size_finite"]
     out = []
     for (cell, g) in df.groupby(keys + ["method", "weights"]):
@@ -168,6 +169,93 @@ def verdicts(s):
     return s
 
 
+def load(paths):
+    "The per-draw rows of one or more CSV files (supplementary runs of a method on the same draws included)."
+    return pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+
+
+def label(r):
+    return r.method + ("" if r.weights == "estimated" else " (true ratios)")
+
+
+def headline_table(s):
+    "n_1 = 100, CCC, every dataset-level: validity, paired width ratio to local CP, infinite share, per method."
+    h = s[(s.n1 == 100) & (s.guarantee == "ccc")]
+    out = ["| method | cells | valid | narrower than CP | wider than CP | width ratio median (max) | infinite share, max |",
+           "|---|---|---|---|---|---|---|"]
+    order = ["CP", "PFWCP", "PFWCP-rec", "osPFWCP", "osPFWCP-pool", "Sel-CP-pool", "osPFWCP-pool-band", "PFWCP-gmc",
+             "Sel-slack", "Preset", "ceiling"]
+    for (m, w), g in sorted(h.groupby(["method", "weights"]), key=lambda x: (order.index(x[0][0]) if x[0][0] in order
+                                                                           else 99, x[0][1])):
+        name = "order-statistics ceiling (an oracle)" if m == "ceiling" else label(g.iloc[0])
+        out.append(f"| {name} | {len(g)} | {int(g.valid.sum())} | {int(g.narrower.sum())} | {int(g.wider.sum())} | "
+                   f"{g.ratio.median():.3f} ({g.ratio.max():.3f}) | {100 * g.inf_share.max():.1f} % |")
+    return "\n".join(out)
+
+
+def scarce_table(s):
+    "Severe shift, n_1 = 5 ... 100: per n_1 and guarantee, the methods that answer where local CP cannot."
+    h = s[(s.heterogeneity == "severe")]
+    out = ["| n_1 | guarantee | method | datasets | valid | finite share, min | width ratio to CP, median | vs true ratios, median |",
+           "|---|---|---|---|---|---|---|---|"]
+    est = h[h.weights == "estimated"]
+    orc = h[h.weights == "oracle"].set_index(["dataset", "n1", "guarantee", "method"]).size_finite
+    for (n1, gu, m), g in est.groupby(["n1", "guarantee", "method"]):
+        if m not in ("CP", "FCP-QQ", "FWCP", "PFWCP", "PFWCP-ff", "osPFWCP", "osPFWCP-pool", "osPFWCP-pool-mc",
+                     "Sel-slack", "Preset"):
+            continue
+        base = g.runs if m == "Preset" else pd.Series(m, index=g.index)
+        base = base.replace({"Sel-slack": "osPFWCP-pool", "osPFWCP-pool-mc": "osPFWCP-pool"})
+        keys = list(zip(g.dataset, g.n1, g.guarantee, base))
+        tr = g.size_finite.to_numpy() / orc.reindex(keys).to_numpy()
+        tr = tr[np.isfinite(tr)]
+        rr = g.ratio[np.isfinite(g.ratio)]
+        out.append(f"| {n1} | {gu.upper()} | {m} | {len(g)} | {int(g.valid.sum())} | {100 * g.finite.min():.0f} % | "
+                   f"{rr.median():.3f} | " + (f"{np.median(tr):.3f} |" if tr.size else "– |")
+                   if rr.size else f"| {n1} | {gu.upper()} | {m} | {len(g)} | {int(g.valid.sum())} | "
+                   f"{100 * g.finite.min():.0f} % | – (CP infinite) | " + (f"{np.median(tr):.3f} |" if tr.size else "– |"))
+    return "\n".join(out)
+
+
+def targets_table(s):
+    "Issue 27's targets, the preset's measured value next to today's recommended configuration (PFWCP-rec)."
+    est = s[s.weights == "estimated"]
+    pre, rec = est[est.method == "Preset"], est[est.method == "PFWCP-rec"]
+    h = lambda d: d[(d.n1 == 100) & (d.guarantee == "ccc")]
+    scarce = pre[pre.n1 <= SCARCE]
+    orc = s[s.weights == "oracle"].set_index(["dataset", "heterogeneity", "n1", "guarantee", "method"]).size_finite
+    keys = list(zip(scarce.dataset, scarce.heterogeneity, scarce.n1, scarce.guarantee,
+                    scarce.runs.replace({"Sel-slack": "osPFWCP-pool", "osPFWCP-pool-mc": "osPFWCP-pool"})))
+    vs_true = (scarce.size_finite.to_numpy() / orc.reindex(keys).to_numpy())
+    vs_true = vs_true[np.isfinite(vs_true)]
+    cpfin = h(pre)
+    rows = [("valid in every cell (MC >= 90 % - 2 s.e., CCC >= 90 % - 1 s.e.)", "every cell",
+             f"{int(pre.valid.sum())} of {len(pre)} cells", f"{int(rec.valid.sum())} of {len(rec)} cells"),
+            ("CCC at n_1 = 100: median width ratio to local CP", "<= 0.93", f"{h(pre).ratio.median():.3f}",
+             f"{h(rec).ratio.median():.3f}"),
+            ("CCC at n_1 = 100: largest width ratio", "<= 1.01", f"{h(pre).ratio.max():.3f}", f"{h(rec).ratio.max():.3f}"),
+            ("CCC at n_1 = 100: infinite share where CP is finite, max", "0", f"{100 * cpfin.inf_share.max():.1f} %",
+             f"{100 * h(rec).inf_share.max():.1f} %"),
+            ("MC at n_1 >= 50: largest width ratio", "<= 1.01",
+             f"{pre[(pre.guarantee == 'mc') & (pre.n1 >= 50)].ratio.max():.3f}", "–"),
+            ("n_1 <= 20: finite share, min", ">= 95 %", f"{100 * scarce.finite.min():.1f} %", "–"),
+            ("n_1 <= 20: width vs the same method with true ratios, max", "<= 1.15",
+             f"{vs_true.max():.3f}" if vs_true.size else "–", "–"),
+            ("wider than local CP beyond two s.e.", "no cell", f"{int(pre.wider.sum())} of {len(pre)} cells",
+             f"{int(rec.wider.sum())} of {len(rec)} cells"),
+            ("narrower than local CP beyond two s.e.", "where order statistics allow", f"{int(pre.narrower.sum())} of {len(pre)} cells",
+             f"{int(rec.narrower.sum())} of {len(rec)} cells")]
+    out = ["| target | wanted | preset | PFWCP-rec (today's recommendation) |", "|---|---|---|---|"]
+    return "\n".join(out + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows])
+
+
+def cells_line(s):
+    "Which cells the summary holds: levels, n_1 and datasets, with the draws of each."
+    g = s[s.method == "CP"].groupby(["heterogeneity", "n1"]).agg(datasets=("dataset", "nunique"), draws=("n_sims", "min"))
+    return "; ".join(f"{lv} n_1 = {n1}: {int(r.datasets)} datasets x {int(r.draws)} draws"
+                     for (lv, n1), r in g.iterrows()) + " (x 500 test points each)"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=None)
@@ -177,9 +265,27 @@ def main(argv=None):
     ap.add_argument("--n-test", type=int, default=500)
     ap.add_argument("--methods", nargs="+", default=None)
     ap.add_argument("--cache", default=os.environ.get("PFWCP_VALUE_CACHE", ".pfwcp_cache/value"))
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", default=None, help="per-draw CSV to append to (a run)")
+    ap.add_argument("--summary", nargs="+", default=None, metavar="DRAWS_CSV",
+                    help="summarise these per-draw files into --out (summary CSV) instead of running")
+    ap.add_argument("--table", choices=["headline", "scarce", "targets", "cells"], default=None,
+                    help="print a table of the summary CSV given as --summary-file")
+    ap.add_argument("--summary-file", default=None)
     ap.add_argument("--light", action="store_true", help="only the methods the summary needs (see `wanted`)")
     a = ap.parse_args(argv)
+    if a.table:
+        if not a.summary_file:
+            ap.error("--table needs --summary-file SUMMARY_CSV")
+        s = pd.read_csv(a.summary_file)
+        print({"headline": headline_table, "scarce": scarce_table, "targets": targets_table, "cells": cells_line}[a.table](s))
+        return
+    if a.summary:
+        if not a.out:
+            ap.error("--summary needs --out SUMMARY_CSV")
+        verdicts(with_preset(summarise(load(a.summary)))).to_csv(a.out, index=False)
+        return
+    if not a.out:
+        ap.error("a run needs --out DRAWS_CSV")
     Path(a.cache).mkdir(parents=True, exist_ok=True)
     names = a.methods or list(methods())
     datasets = a.datasets or list(DATASETS)
