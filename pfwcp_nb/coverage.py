@@ -19,8 +19,8 @@ def aggregation_weights(n_eff) -> np.ndarray:
 
 # %% auto #0
 __all__ = ['MAX_EXACT_K', 'LATTICE_UNITS', 'MAX_LATTICE_UNITS', 'aggregation_weights', 'beta_law_params', 'SubsetSums',
-           'LatticeTail', 'tail_bounds', 'wqb_cdf', 'coverage_bounds', 'feasibility_bounds', 'wqb_sample',
-           'coverage_objective', 'largest_feasible_tau']
+           'LatticeTail', 'tail_bounds', 'use_exact_engine', 'wqb_cdf', 'coverage_bounds', 'feasibility_bounds',
+           'wqb_sample', 'coverage_objective', 'largest_feasible_tau']
 
 # %% ../nbs/01_coverage.ipynb #e8d0c3b5
 def beta_law_params(beta, n_eff) -> tuple[np.ndarray, np.ndarray]:
@@ -195,9 +195,11 @@ class LatticeTail:
         return lo, np.clip(est, lo, hi), hi
 
 # %% ../nbs/01_coverage.ipynb #acbc81de
-def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22):
+def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22, block: int = 256):
     """`LatticeTail(weights, levels, units).bounds(p)` in blocks of rows (memory ~ `chunk` floats); rows that Bernstein's
-    inequality for S itself already settles at every level (P(S >= min level) <= eta, or P(S < max level) <= eta) skip the recursion."""
+    inequality for S itself already settles at every level (P(S >= min level) <= eta, or P(S < max level) <= eta) skip the recursion.
+    The others go sorted by the mean of S, at most `block` to a block: rows of a block have nearby laws, so the columns the
+    recursion keeps (the union of their supports) stay few."""
     lt = LatticeTail(weights, levels, units)
     n, T = p.shape[0], lt.thr.size
     lo, est, hi = np.zeros((n, T)), np.zeros((n, T)), np.zeros((n, T))
@@ -207,7 +209,8 @@ def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22):
     hi[none] = _ETA
     lo[every], est[every], hi[every] = 1.0 - _ETA, 1.0, 1.0
     rows = np.flatnonzero(~none & ~every)
-    step = max(1, chunk // (lt.top + 2))
+    rows = rows[np.argsort(mu[rows], kind="stable")]
+    step = max(1, min(block, chunk // (lt.top + 2)))
     for i in range(0, rows.size, step):
         rr = rows[i:i + step]
         lo[rr], est[rr], hi[rr] = lt.bounds(p[rr])
@@ -235,6 +238,21 @@ def tail_bounds(weights, # aggregation weights (K,)
             break
         rows, units = rows[(hi[rows] - lo[rows]).max(1) > tol], units * 4
     return lo, est, hi
+
+# %% ../nbs/01_coverage.ipynb #c05tru1f
+_EXACT_NS: float = 4.5          # exact E[U] engine: ns per (half-subset, level + 3) per quadrature node (measured)
+_LATTICE_NS: tuple = (2e5, 600.0)   # lattice E[U] engine: ns per quadrature node, fixed + per agent (measured)
+
+def use_exact_engine(K: int, # number of agents
+                     n_levels: int = 22, # levels (taus) evaluated per quadrature node (a bisection: about log2 T + 1)
+                     alpha: float | None = None, # None: the MC criterion E[U]; else the CCC criterion
+                    ) -> bool: # True: the exact engine; False: the certified lattice
+    "The engine of the objective by cost: exact for CCC up to MAX_EXACT_K agents; for the MC criterion while its cost per quadrature node is below the lattice's."
+    if K > MAX_EXACT_K:
+        return False
+    if alpha is not None:
+        return True
+    return _EXACT_NS * (n_levels + 3) * 2.0 ** (K / 2) <= _LATTICE_NS[0] + _LATTICE_NS[1] * K
 
 # %% ../nbs/01_coverage.ipynb #cc18a509
 def _check_beta(beta, name="beta") -> np.ndarray:
@@ -372,7 +390,7 @@ def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per age
                     units: int = LATTICE_UNITS, # ... from this lattice ...
                     max_units: int | None = None, # ... up to this one; None: MAX_LATTICE_UNITS (CCC), `units` (MC)
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # lower, value, upper (R, T)
-    """Procedure 1's objective with certified bounds: exact (the three equal) up to MAX_EXACT_K agents; above, the lattice
+    """Procedure 1's objective with certified bounds: exact (the three equal) where `use_exact_engine`; else the lattice
     bounds of `tail_bounds` (for the MC criterion, on the quadrature sum of the exact engine)."""
     n = check_n_eff(n_eff)
     K = n.size
@@ -384,7 +402,7 @@ def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per age
     alpha = None if alpha is None else check_unit_open(alpha, "alpha")
     w = _agg_weights(agg_weights, n)
     a_, b_ = beta_law_params(b, n[None, :])
-    if K <= MAX_EXACT_K:
+    if use_exact_engine(K, t.size, alpha):
         sums = SubsetSums(w, 1.0 - t)
         v = _expected_exact(a_, b_, sums) if alpha is None else 1.0 - sums.prob(_beta_cdf(1.0 - alpha, a_, b_))
         return v, v, v
@@ -451,11 +469,11 @@ def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per 
                        tau, # (T,) aggregate levels in [0, 1)
                        alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1-alpha) (CCC criterion)
                        *, agg_weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
-                       engine: str = "exact", # "exact" (above MAX_EXACT_K agents: the lattice estimate) or "monte-carlo" (the paper's Monte Carlo)
+                       engine: str = "exact", # "exact" (where not `use_exact_engine`: the lattice estimate) or "monte-carlo" (the paper's Monte Carlo)
                        n_rep: int = 2000, # Monte Carlo repetitions per (beta, tau) cell for engine="monte-carlo"
                        rng=None, # seed or numpy Generator for engine="monte-carlo"
                       ) -> np.ndarray: # (R, T)
-    "Procedure 1's objective on a grid: `E[U_beta^(tau)]` or `P(U_beta^(tau) >= 1 - alpha)`, exact (lattice above MAX_EXACT_K) or Monte Carlo."
+    "Procedure 1's objective on a grid: `E[U_beta^(tau)]` or `P(U_beta^(tau) >= 1 - alpha)`, exact (the lattice estimate where that costs less, `use_exact_engine`) or Monte Carlo."
     n = check_n_eff(n_eff)
     K = n.size
     b = _check_beta(beta)
@@ -470,7 +488,7 @@ def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per 
     engine, n_rep = check_engine(engine, n_rep, "mc" if alpha is None else "ccc")
     w = _agg_weights(agg_weights, n)
     a_, b_ = beta_law_params(b, n[None, :])
-    if engine == "exact" and K > MAX_EXACT_K:                                # certified lattice; its estimate
+    if engine == "exact" and not use_exact_engine(K, t.size, alpha):          # certified lattice; its estimate
         return coverage_bounds(b, n, t, alpha, agg_weights=w)[1]
     if engine == "exact":
         sums = SubsetSums(w, 1.0 - t)
@@ -759,7 +777,7 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
     mass and K > 14), so index and feasibility are those of the reference and the reported objective is within its
     certified error (<= ~1e-6) of the reference's (the coarse one for a kept row).
 
-    Above MAX_EXACT_K agents the objective at every tau is bounded on a lattice (`feasibility_bounds`): a tau is feasible
+    Where the lattice costs less (`use_exact_engine`, bisection's ~log2 T + 1 levels) the objective at every tau is bounded on a lattice (`feasibility_bounds`): a tau is feasible
     when its certified lower bound reaches `target`, and the reported objective is that lower bound."""
     n = check_n_eff(n_eff)
     K = n.size
@@ -771,7 +789,7 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
         raise ValueError("`tau` must be strictly increasing.")
     alpha = None if alpha is None else check_unit_open(alpha, "alpha")
     margin = None if margin is None else check_unit_open(margin, "margin")
-    if K > MAX_EXACT_K:                                     # certified lattice bounds, decided on the lower bound
+    if not use_exact_engine(K, int(np.ceil(np.log2(t.size))) + 1, alpha):   # certified lattice bounds, on the lower bound
         lo, _, _ = feasibility_bounds(b, n, t, alpha, target, agg_weights=agg_weights, max_units=max_units)
         feas = lo >= target
         ok = feas.any(1)

@@ -10,7 +10,7 @@ import numpy as np
 from scipy import optimize, stats
 from .quantiles import WQ_TOL
 from . import coverage
-from .coverage import coverage_objective, feasibility_bounds, aggregation_weights, MAX_EXACT_K
+from .coverage import coverage_objective, feasibility_bounds, aggregation_weights, use_exact_engine
 from ._validate import check_agg_weights, check_engine, check_n_eff, check_unit_open, add_param_docs
 
 # %% auto #0
@@ -80,7 +80,7 @@ class QuantileChoice:
     value: float           # objective there: E[U] (guarantee "mc") or P(U >= 1-alpha) (guarantee "ccc")
     feasible: bool         # False: no cell reached the target, (beta, tau) is the most conservative cell
     guarantee: str         # "mc" (marginal coverage) or "ccc" (calibration-conditional coverage)
-    engine: str            # engine that computed `objective`: "exact", "lattice" (K > MAX_EXACT_K) or "monte-carlo"
+    engine: str            # engine that computed `objective`: "exact", "lattice" (by cost, `use_exact_engine`) or "monte-carlo"
     objective: np.ndarray  # (R, T) objective over the grid
     grid: tuple            # (betas (R,), taus (T,))
     target: float          # 1-alpha (mc) or 1-delta (ccc)
@@ -142,8 +142,8 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
                      grid: tuple | None = None, # (betas, taus); default `paper_grid(alpha)`
                      agg_weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
                      seed=None, # int or numpy Generator, used by engine "monte-carlo"
-                     max_units: int | None = None, # K > MAX_EXACT_K: finest lattice (`feasibility_bounds`)
-                     tol: float = 1e-6, # K > MAX_EXACT_K: refine rows whose possibly feasible cells are wider
+                     max_units: int | None = None, # engine lattice: finest lattice (`feasibility_bounds`)
+                     tol: float = 1e-6, # engine lattice: refine rows whose possibly feasible cells are wider
                     ) -> QuantileChoice:
     "Procedure 1: the grid cell (beta, tau) with the smallest feasible coverage objective."
     n = check_n_eff(n_eff)
@@ -154,8 +154,9 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
     engine, n_rep = check_engine(engine, n_rep, guarantee)
     betas, taus = paper_grid(alpha) if grid is None else _check_grid(grid)
     w = aggregation_weights(n) if agg_weights is None else check_agg_weights(agg_weights, n.size, "agg_weights")
-    used = "monte-carlo" if engine == "monte-carlo" else ("exact" if n.size <= MAX_EXACT_K else "lattice")
     crit_alpha = None if delta is None else alpha
+    used = "monte-carlo" if engine == "monte-carlo" else \
+           ("exact" if use_exact_engine(n.size, taus.size, crit_alpha) else "lattice")      # by cost (01_coverage)
     target = 1.0 - (alpha if delta is None else delta)
     key = None if used == "monte-carlo" else _table_key(used, n, crit_alpha, betas, taus, w, target, max_units, tol)
     memo = None if key is None else _EXACT_MEMO.get(key)   # Monte Carlo: a fresh table for every call
