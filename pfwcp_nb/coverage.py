@@ -353,9 +353,22 @@ def _expected_exact(a, b, sums: SubsetSums) -> np.ndarray:
     return lo[:, None] + out
 
 # %% ../nbs/01_coverage.ipynb #5b1a7e03
+def _settled_prefix(x, a_, b_, w, levels, every: int = 8) -> np.ndarray:
+    """Per row of nodes x (R, N), increasing: the last node index j* (-1 if none) with P(S(x_j) >= min level) <= eta for
+    every j <= j*. Bernstein's inequality is checked at every `every`-th node only; S(u) grows with u (each B_k(u) does),
+    so a node it settles settles every node before it, whose CDFs are then never computed."""
+    probe = np.arange(every - 1, x.shape[1], every)
+    p = _beta_cdf(x[:, probe, None], a_[:, None, :], b_[:, None, :])               # (R, P, K)
+    wn = np.asarray(w, dtype=float) / np.sum(w)
+    mu, t = p @ wn, _bernstein_dev((p * (1.0 - p)) @ wn ** 2, wn.max())
+    none = mu + t < np.min(levels) * (1.0 - WQ_TOL) * (1 - 1e-9)               # as `_lattice_rows`
+    last = probe.size - 1 - np.argmax(none[:, ::-1], axis=1)
+    return np.where(none.any(1), probe[last], -1)
+
 def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int, block: int = 2**23):
     """Bounds of E[U] = lo + sum_j wq_j (1 - G(x_j)) on the quadrature nodes of `_quadrature_nodes`, each G bounded on the
-    lattice (a lower G gives an upper E); rows whose width exceeds `tol` are recomputed on a 4x finer lattice. Rows go
+    lattice (a lower G gives an upper E; G <= eta on the prefix of nodes `_settled_prefix` settles); rows whose width
+    exceeds `tol` are recomputed on a 4x finer lattice. Rows go
     in blocks whose (nodes x agents) CDF table stays below `block` floats (~400 nodes per row)."""
     step = max(1, block // (400 * a_.shape[1]))
     if a_.shape[0] > step:
@@ -363,7 +376,10 @@ def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int,
                  for i in range(0, a_.shape[0], step)]
         return tuple(np.concatenate(p) for p in zip(*parts))
     lo0, x, wq = _quadrature_nodes(a_, b_)
-    r, j = np.nonzero(wq > 0)
+    below = np.arange(x.shape[1]) <= _settled_prefix(x, a_, b_, w, levels)[:, None]   # G <= eta there: no recursion
+    lo0 = lo0 + np.where(below, wq, 0.0).sum(1)                              # 1 - G = 1 there, up to eta
+    slack = _ETA * np.where(below, wq, 0.0).sum(1)[:, None]
+    r, j = np.nonzero((wq > 0) & ~below)
     p = _beta_cdf(x[r, j][:, None], a_[r], b_[r])                           # (nodes, K)
     R, T = a_.shape[0], levels.size
     E_lo, E, E_hi = np.empty((R, T)), np.empty((R, T)), np.empty((R, T))
@@ -374,7 +390,7 @@ def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int,
         for out, g in ((E_lo, G_hi), (E, G), (E_hi, G_lo)):
             acc = np.zeros((R, T))
             np.add.at(acc, r[at], wq[r[at], j[at]][:, None] * (1.0 - g))
-            out[rows] = lo0[rows, None] + acc[rows]
+            out[rows] = lo0[rows, None] + acc[rows] - (slack[rows] if out is E_lo else 0.0)
         if units >= max_units:
             break
         rows, units = rows[(E_hi[rows] - E_lo[rows]).max(1) > tol], units * 4

@@ -158,3 +158,20 @@ def test_engine_by_cost_mc_criterion_between_22_and_30():
     i, j = np.searchsorted(ch.grid[0], ch.beta), np.searchsorted(taus, ch.tau)
     assert exact[i, j] >= ch.target - FEAS_TOL
     assert select_quantiles(n[:11], 0.1).engine == "exact" and select_quantiles(n, 0.1, 0.1).engine == "exact"
+
+
+def test_settled_prefix_nodes_are_below_eta():
+    "Every node of the settled prefix has P(S >= min level) <= eta by the exact law (K = 30: meet in the middle), and the prefix is not empty."
+    from pfwcp_nb.coverage import _settled_prefix, _quadrature_nodes, _beta_cdf, _ETA, aggregation_weights
+    rng = np.random.default_rng(7)
+    n = rng.uniform(50, 100, 30)
+    b = np.clip(rng.uniform(0.05, 0.25, (4, 1)) + rng.uniform(0, 0.03, (4, 30)), 0, 1)
+    a_, b_ = beta_law_params(b, n[None, :])
+    lo0, x, wq = _quadrature_nodes(a_, b_)
+    levels = 1.0 - np.array([0.0, 0.05, 0.1])
+    jstar = _settled_prefix(x, a_, b_, aggregation_weights(n), levels)
+    assert np.all(jstar >= 0)
+    for r in range(4):
+        p = _beta_cdf(x[r, :jstar[r] + 1, None], a_[r], b_[r])
+        G = SubsetSums(aggregation_weights(n), [levels.min()]).prob(p)
+        assert np.all(G <= _ETA)
