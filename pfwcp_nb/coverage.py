@@ -19,8 +19,8 @@ def aggregation_weights(n_eff) -> np.ndarray:
 
 # %% auto #0
 __all__ = ['MAX_EXACT_K', 'LATTICE_UNITS', 'MAX_LATTICE_UNITS', 'aggregation_weights', 'beta_law_params', 'SubsetSums',
-           'LatticeTail', 'tail_bounds', 'wqb_cdf', 'coverage_bounds', 'feasibility_bounds', 'wqb_sample',
-           'coverage_objective', 'largest_feasible_tau']
+           'LatticeTail', 'tail_bounds', 'use_exact_engine', 'wqb_cdf', 'coverage_bounds', 'feasibility_bounds',
+           'wqb_sample', 'coverage_objective', 'largest_feasible_tau']
 
 # %% ../nbs/01_coverage.ipynb #e8d0c3b5
 def beta_law_params(beta, n_eff) -> tuple[np.ndarray, np.ndarray]:
@@ -195,9 +195,11 @@ class LatticeTail:
         return lo, np.clip(est, lo, hi), hi
 
 # %% ../nbs/01_coverage.ipynb #acbc81de
-def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22):
+def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22, block: int = 256):
     """`LatticeTail(weights, levels, units).bounds(p)` in blocks of rows (memory ~ `chunk` floats); rows that Bernstein's
-    inequality for S itself already settles at every level (P(S >= min level) <= eta, or P(S < max level) <= eta) skip the recursion."""
+    inequality for S itself already settles at every level (P(S >= min level) <= eta, or P(S < max level) <= eta) skip the recursion.
+    The others go sorted by the mean of S, at most `block` to a block: rows of a block have nearby laws, so the columns the
+    recursion keeps (the union of their supports) stay few."""
     lt = LatticeTail(weights, levels, units)
     n, T = p.shape[0], lt.thr.size
     lo, est, hi = np.zeros((n, T)), np.zeros((n, T)), np.zeros((n, T))
@@ -207,7 +209,8 @@ def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22):
     hi[none] = _ETA
     lo[every], est[every], hi[every] = 1.0 - _ETA, 1.0, 1.0
     rows = np.flatnonzero(~none & ~every)
-    step = max(1, chunk // (lt.top + 2))
+    rows = rows[np.argsort(mu[rows], kind="stable")]
+    step = max(1, min(block, chunk // (lt.top + 2)))
     for i in range(0, rows.size, step):
         rr = rows[i:i + step]
         lo[rr], est[rr], hi[rr] = lt.bounds(p[rr])
@@ -235,6 +238,21 @@ def tail_bounds(weights, # aggregation weights (K,)
             break
         rows, units = rows[(hi[rows] - lo[rows]).max(1) > tol], units * 4
     return lo, est, hi
+
+# %% ../nbs/01_coverage.ipynb #c05tru1f
+_EXACT_NS: float = 4.5          # exact E[U] engine: ns per (half-subset, level + 3) per quadrature node (measured)
+_LATTICE_NS: tuple = (2e5, 600.0)   # lattice E[U] engine: ns per quadrature node, fixed + per agent (measured)
+
+def use_exact_engine(K: int, # number of agents
+                     n_levels: int = 22, # levels (taus) evaluated per quadrature node (a bisection: about log2 T + 1)
+                     alpha: float | None = None, # None: the MC criterion E[U]; else the CCC criterion
+                    ) -> bool: # True: the exact engine; False: the certified lattice
+    "The engine of the objective by cost: exact for CCC up to MAX_EXACT_K agents; for the MC criterion while its cost per quadrature node is below the lattice's."
+    if K > MAX_EXACT_K:
+        return False
+    if alpha is not None:
+        return True
+    return _EXACT_NS * (n_levels + 3) * 2.0 ** (K / 2) <= _LATTICE_NS[0] + _LATTICE_NS[1] * K
 
 # %% ../nbs/01_coverage.ipynb #cc18a509
 def _check_beta(beta, name="beta") -> np.ndarray:
@@ -335,9 +353,22 @@ def _expected_exact(a, b, sums: SubsetSums) -> np.ndarray:
     return lo[:, None] + out
 
 # %% ../nbs/01_coverage.ipynb #5b1a7e03
+def _settled_prefix(x, a_, b_, w, levels, every: int = 8) -> np.ndarray:
+    """Per row of nodes x (R, N), increasing: the last node index j* (-1 if none) with P(S(x_j) >= min level) <= eta for
+    every j <= j*. Bernstein's inequality is checked at every `every`-th node only; S(u) grows with u (each B_k(u) does),
+    so a node it settles settles every node before it, whose CDFs are then never computed."""
+    probe = np.arange(every - 1, x.shape[1], every)
+    p = _beta_cdf(x[:, probe, None], a_[:, None, :], b_[:, None, :])               # (R, P, K)
+    wn = np.asarray(w, dtype=float) / np.sum(w)
+    mu, t = p @ wn, _bernstein_dev((p * (1.0 - p)) @ wn ** 2, wn.max())
+    none = mu + t < np.min(levels) * (1.0 - WQ_TOL) * (1 - 1e-9)               # as `_lattice_rows`
+    last = probe.size - 1 - np.argmax(none[:, ::-1], axis=1)
+    return np.where(none.any(1), probe[last], -1)
+
 def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int, block: int = 2**23):
     """Bounds of E[U] = lo + sum_j wq_j (1 - G(x_j)) on the quadrature nodes of `_quadrature_nodes`, each G bounded on the
-    lattice (a lower G gives an upper E); rows whose width exceeds `tol` are recomputed on a 4x finer lattice. Rows go
+    lattice (a lower G gives an upper E; G <= eta on the prefix of nodes `_settled_prefix` settles); rows whose width
+    exceeds `tol` are recomputed on a 4x finer lattice. Rows go
     in blocks whose (nodes x agents) CDF table stays below `block` floats (~400 nodes per row)."""
     step = max(1, block // (400 * a_.shape[1]))
     if a_.shape[0] > step:
@@ -345,7 +376,10 @@ def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int,
                  for i in range(0, a_.shape[0], step)]
         return tuple(np.concatenate(p) for p in zip(*parts))
     lo0, x, wq = _quadrature_nodes(a_, b_)
-    r, j = np.nonzero(wq > 0)
+    below = np.arange(x.shape[1]) <= _settled_prefix(x, a_, b_, w, levels)[:, None]   # G <= eta there: no recursion
+    lo0 = lo0 + np.where(below, wq, 0.0).sum(1)                              # 1 - G = 1 there, up to eta
+    slack = _ETA * np.where(below, wq, 0.0).sum(1)[:, None]
+    r, j = np.nonzero((wq > 0) & ~below)
     p = _beta_cdf(x[r, j][:, None], a_[r], b_[r])                           # (nodes, K)
     R, T = a_.shape[0], levels.size
     E_lo, E, E_hi = np.empty((R, T)), np.empty((R, T)), np.empty((R, T))
@@ -356,7 +390,7 @@ def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int,
         for out, g in ((E_lo, G_hi), (E, G), (E_hi, G_lo)):
             acc = np.zeros((R, T))
             np.add.at(acc, r[at], wq[r[at], j[at]][:, None] * (1.0 - g))
-            out[rows] = lo0[rows, None] + acc[rows]
+            out[rows] = lo0[rows, None] + acc[rows] - (slack[rows] if out is E_lo else 0.0)
         if units >= max_units:
             break
         rows, units = rows[(E_hi[rows] - E_lo[rows]).max(1) > tol], units * 4
@@ -372,7 +406,7 @@ def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per age
                     units: int = LATTICE_UNITS, # ... from this lattice ...
                     max_units: int | None = None, # ... up to this one; None: MAX_LATTICE_UNITS (CCC), `units` (MC)
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: # lower, value, upper (R, T)
-    """Procedure 1's objective with certified bounds: exact (the three equal) up to MAX_EXACT_K agents; above, the lattice
+    """Procedure 1's objective with certified bounds: exact (the three equal) where `use_exact_engine`; else the lattice
     bounds of `tail_bounds` (for the MC criterion, on the quadrature sum of the exact engine)."""
     n = check_n_eff(n_eff)
     K = n.size
@@ -384,7 +418,7 @@ def coverage_bounds(beta, # (R,) one level for all agents, or (R, K) one per age
     alpha = None if alpha is None else check_unit_open(alpha, "alpha")
     w = _agg_weights(agg_weights, n)
     a_, b_ = beta_law_params(b, n[None, :])
-    if K <= MAX_EXACT_K:
+    if use_exact_engine(K, t.size, alpha):
         sums = SubsetSums(w, 1.0 - t)
         v = _expected_exact(a_, b_, sums) if alpha is None else 1.0 - sums.prob(_beta_cdf(1.0 - alpha, a_, b_))
         return v, v, v
@@ -451,11 +485,11 @@ def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per 
                        tau, # (T,) aggregate levels in [0, 1)
                        alpha: float | None = None, # None: E[U] (MC criterion); else P(U >= 1-alpha) (CCC criterion)
                        *, agg_weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
-                       engine: str = "exact", # "exact" (above MAX_EXACT_K agents: the lattice estimate) or "monte-carlo" (the paper's Monte Carlo)
+                       engine: str = "exact", # "exact" (where not `use_exact_engine`: the lattice estimate) or "monte-carlo" (the paper's Monte Carlo)
                        n_rep: int = 2000, # Monte Carlo repetitions per (beta, tau) cell for engine="monte-carlo"
                        rng=None, # seed or numpy Generator for engine="monte-carlo"
                       ) -> np.ndarray: # (R, T)
-    "Procedure 1's objective on a grid: `E[U_beta^(tau)]` or `P(U_beta^(tau) >= 1 - alpha)`, exact (lattice above MAX_EXACT_K) or Monte Carlo."
+    "Procedure 1's objective on a grid: `E[U_beta^(tau)]` or `P(U_beta^(tau) >= 1 - alpha)`, exact (the lattice estimate where that costs less, `use_exact_engine`) or Monte Carlo."
     n = check_n_eff(n_eff)
     K = n.size
     b = _check_beta(beta)
@@ -470,7 +504,7 @@ def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per 
     engine, n_rep = check_engine(engine, n_rep, "mc" if alpha is None else "ccc")
     w = _agg_weights(agg_weights, n)
     a_, b_ = beta_law_params(b, n[None, :])
-    if engine == "exact" and K > MAX_EXACT_K:                                # certified lattice; its estimate
+    if engine == "exact" and not use_exact_engine(K, t.size, alpha):          # certified lattice; its estimate
         return coverage_bounds(b, n, t, alpha, agg_weights=w)[1]
     if engine == "exact":
         sums = SubsetSums(w, 1.0 - t)
@@ -759,7 +793,7 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
     mass and K > 14), so index and feasibility are those of the reference and the reported objective is within its
     certified error (<= ~1e-6) of the reference's (the coarse one for a kept row).
 
-    Above MAX_EXACT_K agents the objective at every tau is bounded on a lattice (`feasibility_bounds`): a tau is feasible
+    Where the lattice costs less (`use_exact_engine`, bisection's ~log2 T + 1 levels) the objective at every tau is bounded on a lattice (`feasibility_bounds`): a tau is feasible
     when its certified lower bound reaches `target`, and the reported objective is that lower bound."""
     n = check_n_eff(n_eff)
     K = n.size
@@ -771,7 +805,7 @@ def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
         raise ValueError("`tau` must be strictly increasing.")
     alpha = None if alpha is None else check_unit_open(alpha, "alpha")
     margin = None if margin is None else check_unit_open(margin, "margin")
-    if K > MAX_EXACT_K:                                     # certified lattice bounds, decided on the lower bound
+    if not use_exact_engine(K, int(np.ceil(np.log2(t.size))) + 1, alpha):   # certified lattice bounds, on the lower bound
         lo, _, _ = feasibility_bounds(b, n, t, alpha, target, agg_weights=agg_weights, max_units=max_units)
         feas = lo >= target
         ok = feas.any(1)

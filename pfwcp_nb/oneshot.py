@@ -121,8 +121,8 @@ def _tau_search(betas, # (m, K) local levels beta^k(X_j)
     target = 1.0 - (alpha if delta is None else delta)
     if engine == "exact":
         # the objective is non-increasing in tau: bisection for the largest feasible tau (01_coverage), which is
-        # what `select_tau_rows` picks on the full grid, at ~log2(T) evaluations per test point; above MAX_EXACT_K
-        # agents, the largest tau whose certified lattice lower bound is feasible
+        # what `select_tau_rows` picks on the full grid, at ~log2(T) evaluations per test point; where the lattice
+        # costs less (`use_exact_engine`), the largest tau whose certified lattice lower bound is feasible
         idx, value, ok = largest_feasible_tau(betas, n_eff, taus, target - FEAS_TOL, crit_alpha, agg_weights=agg_weights)
         return OneShotSelection(tau=taus[idx], value=value, feasible=ok, betas=betas, index=idx)
     obj = coverage_objective(betas, n_eff, taus, crit_alpha, agg_weights=agg_weights, engine=engine, n_rep=n_rep, rng=rng)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 from .quantiles import WQ_TOL
-from .coverage import coverage_objective, feasibility_bounds, aggregation_weights, MAX_EXACT_K
+from . import coverage
+from .coverage import coverage_objective, feasibility_bounds, aggregation_weights, use_exact_engine
 from ._validate import check_agg_weights, check_engine, check_n_eff, check_unit_open, add_param_docs
 
 # %% auto #0
@@ -79,7 +80,7 @@ class QuantileChoice:
     value: float           # objective there: E[U] (guarantee "mc") or P(U >= 1-alpha) (guarantee "ccc")
     feasible: bool         # False: no cell reached the target, (beta, tau) is the most conservative cell
     guarantee: str         # "mc" (marginal coverage) or "ccc" (calibration-conditional coverage)
-    engine: str            # engine actually used: "exact", "lattice" (K > MAX_EXACT_K) or "monte-carlo"
+    engine: str            # engine that computed `objective`: "exact", "lattice" (by cost, `use_exact_engine`) or "monte-carlo"
     objective: np.ndarray  # (R, T) objective over the grid
     grid: tuple            # (betas (R,), taus (T,))
     target: float          # 1-alpha (mc) or 1-delta (ccc)
@@ -103,7 +104,7 @@ class QuantileChoice:
         R, T = self.objective.shape
         what = "E[U]" if self.guarantee == "mc" else "P(U >= 1-alpha)"
         eng = self.engine + (f", n_rep={self.n_rep}" if self.engine == "monte-carlo" else "") + \
-              (f", width {self.width:.1e}" if self.engine == "lattice" else "")
+              (f", {self.units} units, width {self.width:.1e}" if self.engine == "lattice" else "")
         return (f"QuantileChoice(beta={self.beta:.4f}, tau={self.tau:.4f}, {what}={self.value:.6f}, target={self.target:g}, "
                 f"feasible={self.feasible}, K={self.agg_weights.size}, grid {R}x{T}, engine {eng})")
 
@@ -124,8 +125,13 @@ def _check_grid(grid) -> tuple[np.ndarray, np.ndarray]:
     return betas, taus
 
 # %% ../nbs/02_procedure.ipynb #5e1ec7a0
-_EXACT_MEMO: dict = {}    # exact objectives of the last few calls (same n_eff, levels, grid, weights -> same table)
+_EXACT_MEMO: dict = {}    # tables of the deterministic engines ("exact", "lattice") of the last few calls, by `_table_key`
 _EXACT_MEMO_SIZE = 32
+
+def _table_key(used, n, crit_alpha, betas, taus, w, target, max_units, tol) -> tuple:
+    "All that determines a deterministic engine's table: the engine, its inputs and, for the lattice, units and tolerance."
+    lattice = (coverage.LATTICE_UNITS, coverage.MAX_LATTICE_UNITS, max_units, tol) if used == "lattice" else None
+    return (used, n.tobytes(), crit_alpha, betas.tobytes(), taus.tobytes(), w.tobytes(), target, lattice)
 
 def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = test agent
                      alpha: float, # miscoverage level in (0, 1)
@@ -136,8 +142,8 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
                      grid: tuple | None = None, # (betas, taus); default `paper_grid(alpha)`
                      agg_weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
                      seed=None, # int or numpy Generator, used by engine "monte-carlo"
-                     max_units: int | None = None, # K > MAX_EXACT_K: finest lattice (`feasibility_bounds`)
-                     tol: float = 1e-6, # K > MAX_EXACT_K: refine rows whose possibly feasible cells are wider
+                     max_units: int | None = None, # engine lattice: finest lattice (`feasibility_bounds`)
+                     tol: float = 1e-6, # engine lattice: refine rows whose possibly feasible cells are wider
                     ) -> QuantileChoice:
     "Procedure 1: the grid cell (beta, tau) with the smallest feasible coverage objective."
     n = check_n_eff(n_eff)
@@ -148,11 +154,12 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
     engine, n_rep = check_engine(engine, n_rep, guarantee)
     betas, taus = paper_grid(alpha) if grid is None else _check_grid(grid)
     w = aggregation_weights(n) if agg_weights is None else check_agg_weights(agg_weights, n.size, "agg_weights")
-    used = "monte-carlo" if engine == "monte-carlo" else ("exact" if n.size <= MAX_EXACT_K else "lattice")
     crit_alpha = None if delta is None else alpha
+    used = "monte-carlo" if engine == "monte-carlo" else \
+           ("exact" if use_exact_engine(n.size, taus.size, crit_alpha) else "lattice")      # by cost (01_coverage)
     target = 1.0 - (alpha if delta is None else delta)
-    key = (n.tobytes(), crit_alpha, betas.tobytes(), taus.tobytes(), w.tobytes(), target, max_units, tol)
-    memo = _EXACT_MEMO.get(key) if used != "mc" else None
+    key = None if used == "monte-carlo" else _table_key(used, n, crit_alpha, betas, taus, w, target, max_units, tol)
+    memo = None if key is None else _EXACT_MEMO.get(key)   # Monte Carlo: a fresh table for every call
     if memo is None:
         if used == "lattice":                # certified bounds, refined where a cell's feasibility is in doubt
             memo = feasibility_bounds(betas, n, taus, crit_alpha, target - FEAS_TOL, agg_weights=w, tol=tol,
@@ -161,7 +168,7 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
             obj = coverage_objective(betas, n, taus, crit_alpha, agg_weights=w,
                                      engine=engine, n_rep=n_rep, rng=np.random.default_rng(seed))
             memo = (np.asarray(obj, dtype=float).reshape(betas.size, taus.size), None, None)
-        if used != "mc":                     # deterministic: PFWCP, osPFWCP and osPFWGLCP of a draw share it
+        if key is not None:                  # deterministic: PFWCP, osPFWCP and osPFWGLCP of a draw share it
             for a in memo[:2]:
                 if a is not None: a.setflags(write=False)
             _EXACT_MEMO[key] = memo

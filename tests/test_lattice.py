@@ -141,3 +141,37 @@ def test_same_cells_as_the_exact_engine(ccc):
             settled += 1
             assert select_cell(lo, betas, taus, 0.9) == select_cell(ex, betas, taus, 0.9)
     assert settled >= 3, settled
+
+
+def test_engine_by_cost_mc_criterion_between_22_and_30():
+    "K = 24, MC criterion: the lattice by cost (labelled so); its bounds contain the exact engine's values and its cell is feasible under them."
+    from pfwcp_nb.coverage import use_exact_engine, _expected_exact, SubsetSums, aggregation_weights
+    rng = np.random.default_rng(6)
+    n = rng.uniform(10, 120, 24)
+    betas, taus = paper_grid(0.1)
+    assert not use_exact_engine(24, taus.size) and use_exact_engine(24, taus.size, alpha=0.1) and use_exact_engine(11)
+    ch = select_quantiles(n, 0.1, grid=(betas[::5], taus))
+    assert ch.engine == "lattice" and ch.upper is not None and ch.feasible
+    a_, b_ = beta_law_params(np.repeat(ch.grid[0][:, None], 24, 1), n[None, :])
+    exact = _expected_exact(a_, b_, SubsetSums(aggregation_weights(n), 1.0 - taus))
+    assert np.all(ch.objective <= exact + 1e-12) and np.all(exact <= ch.upper + 1e-12)
+    i, j = np.searchsorted(ch.grid[0], ch.beta), np.searchsorted(taus, ch.tau)
+    assert exact[i, j] >= ch.target - FEAS_TOL
+    assert select_quantiles(n[:11], 0.1).engine == "exact" and select_quantiles(n, 0.1, 0.1).engine == "exact"
+
+
+def test_settled_prefix_nodes_are_below_eta():
+    "Every node of the settled prefix has P(S >= min level) <= eta by the exact law (K = 30: meet in the middle), and the prefix is not empty."
+    from pfwcp_nb.coverage import _settled_prefix, _quadrature_nodes, _beta_cdf, _ETA, aggregation_weights
+    rng = np.random.default_rng(7)
+    n = rng.uniform(50, 100, 30)
+    b = np.clip(rng.uniform(0.05, 0.25, (4, 1)) + rng.uniform(0, 0.03, (4, 30)), 0, 1)
+    a_, b_ = beta_law_params(b, n[None, :])
+    lo0, x, wq = _quadrature_nodes(a_, b_)
+    levels = 1.0 - np.array([0.0, 0.05, 0.1])
+    jstar = _settled_prefix(x, a_, b_, aggregation_weights(n), levels)
+    assert np.all(jstar >= 0)
+    for r in range(4):
+        p = _beta_cdf(x[r, :jstar[r] + 1, None], a_[r], b_[r])
+        G = SubsetSums(aggregation_weights(n), [levels.min()]).prob(p)
+        assert np.all(G <= _ETA)

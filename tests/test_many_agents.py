@@ -68,3 +68,19 @@ def test_oneshot_above_max_exact_k_is_certified():
             assert lo[r, sel.index[r]] >= 0.9 - 1e-8 and sel.value[r] == lo[r, sel.index[r]]
             assert not np.any(lo[r, sel.index[r] + 1:] >= 0.9 - 1e-8)
     assert model.threshold(tw).shape == (12,)
+
+
+def test_oneshot_mc_criterion_lattice_by_cost_is_certified():
+    "K = 26, MC criterion: the lattice by cost (the exact bisection would cost more); each tau's certified lower bound reaches the target."
+    from pfwcp_nb.coverage import use_exact_engine
+    agents, tw = _federation(26, 100, 5, seed=4)
+    model = OneShotPFWCP(0.1).calibrate(agents)
+    assert not use_exact_engine(26, int(np.ceil(np.log2(model.taus_.size))) + 1)
+    sel = model.select(tw)
+    n_eff = np.array([a.summary().n_eff for a in agents])
+    lo, hi, _ = feasibility_bounds(sel.betas, n_eff, model.taus_, None, 0.9 - 1e-8, agg_weights=model.agg_weights_)
+    for r in range(5):
+        if sel.feasible[r]:
+            assert lo[r, sel.index[r]] >= 0.9 - 1e-8 and sel.value[r] == lo[r, sel.index[r]]
+            assert not np.any(lo[r, sel.index[r] + 1:] >= 0.9 - 1e-8)
+    assert sel.feasible.any()
