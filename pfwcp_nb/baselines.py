@@ -306,7 +306,9 @@ def qq_choice(n, # calibration sizes n_k (K,)
               engine: str = "exact", seed=0) -> QuantileChoice:
     "(beta-bar, tau-bar) of FCP-QQ / FWCP-QQ: Procedure 1 with n_eff = n_k, equal weights, the `qq_grid`."
     n = tuple(float(v) for v in np.atleast_1d(n))
-    return _qq_choice_cached(n, alpha, delta, engine, seed if engine == "monte-carlo" else None)
+    if engine == "monte-carlo":                 # a Monte Carlo table is never memoised (notebook 02: memos that cannot mix)
+        return _qq_choice_cached.__wrapped__(n, alpha, delta, engine, seed)
+    return _qq_choice_cached(n, alpha, delta, engine, None)
 
 # %% ../nbs/07b_baselines.ipynb #2f0edfda
 def _qq_threshold(local_q, choice: QuantileChoice, name: str, m: int) -> np.ndarray:
@@ -324,7 +326,7 @@ def fcp_qq(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, e
            seed=0) -> np.ndarray:
     "FCP-QQ: the ceil(K(1-tau))-th smallest unweighted local quantile at level 1-beta (levels from `qq_choice`)."
     alpha, delta = _check_call(alpha, delta, engine)
-    ch = qq_choice(draw.n, alpha, delta, engine=engine)     # depends on the draw only through n_k: computed once
+    ch = qq_choice(draw.n, alpha, delta, engine=engine, seed=seed)   # exact: depends on the draw only through n_k
     q = np.array([weighted_quantile(s, np.ones_like(s), alpha=ch.beta, inf_weight=1.0) for s in draw.cal_scores])
     return _qq_threshold(q, ch, "FCP-QQ", draw.m)
 
@@ -350,7 +352,7 @@ def fwcp_qq(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, 
     "FWCP-QQ: FCP-QQ's (beta-bar, tau-bar) with omega'-weighted local quantiles (one per test point)."
     alpha, delta = _check_call(alpha, delta, engine)
     _need_fwcp(draw, "FWCP-QQ")
-    ch = qq_choice(draw.n, alpha, delta, engine=engine)
+    ch = qq_choice(draw.n, alpha, delta, engine=engine, seed=seed)
     q = np.column_stack([weighted_quantile(s, w, alpha=ch.beta, inf_weight=draw.fwcp_test_weights)
                          for s, w in zip(draw.cal_scores, draw.fwcp_cal_weights)])       # (m, K)
     return _qq_threshold(q, ch, "FWCP-QQ", draw.m)

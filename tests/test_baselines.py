@@ -441,3 +441,19 @@ def test_qq_levels_with_the_monte_carlo_engine():
     np.testing.assert_array_equal(fcp_qq(d, 0.1, engine="monte-carlo", seed=1), fcp_qq(d, 0.1, engine="monte-carlo", seed=2))
     ch_mc, ch_ex = qq_choice(d.n, 0.1, engine="monte-carlo"), qq_choice(d.n, 0.1)
     assert ch_mc.feasible and abs(ch_mc.value - ch_ex.value) < 0.01     # both just above 1 - alpha
+
+
+def test_qq_choice_monte_carlo_is_never_memoised():
+    "FCP-QQ's Monte Carlo levels follow the seed it is given (issue 28: a memo served one seed's table to another)."
+    from pfwcp_nb.baselines import qq_choice
+    n = (30, 40)
+    a = qq_choice(n, 0.1, engine="monte-carlo", seed=1)
+    b = qq_choice(n, 0.1, engine="monte-carlo", seed=2)
+    again = qq_choice(n, 0.1, engine="monte-carlo", seed=1)
+    assert not np.array_equal(a.objective, b.objective)
+    np.testing.assert_array_equal(a.objective, again.objective)
+    rng = np.random.default_rng(5)
+    first = qq_choice(n, 0.1, engine="monte-carlo", seed=rng)
+    second = qq_choice(n, 0.1, engine="monte-carlo", seed=rng)          # the Generator has moved on
+    assert not np.array_equal(first.objective, second.objective)
+    assert qq_choice(n, 0.1) is qq_choice(n, 0.1)                  # the exact engine's table is memoised
