@@ -47,7 +47,8 @@ from .density_ratio import RATIO_MODELS, oracle_density_ratios
 from .metrics import GUARANTEES, coverage_metrics, evaluate_thresholds
 from .pipeline import (DEFAULT_TRAIN_KW, TrainedSetup, draw_seed, frozen_localizer, pool_localizer_samples,
                        sample_draw, train_setup, training_seed, with_ratio_model)
-from .report import figure1_star, paper_table, plot_figure1, write_outputs
+from .report import (figure1_star, load_training_spread, paper_table, plot_figure1, verdict_legend,
+                             write_outputs)
 
 try:                          # the optional extra: only `--backend ray` needs it; without it that backend says
     import ray                #   'pip install "pfwcp_nb[flower]"' (`_parse`, `_execute_ray`)
@@ -485,7 +486,7 @@ def collect_results(cache: ResultCache, plan, alpha: float = 0.1) -> pd.DataFram
             draws[(cfg.dataset, cfg.heterogeneity, c[2], c[1], method_label(c[0], c[2]))] = dict(
                 coverage=z["coverage"], size=z["size"], size_finite=z["size_finite"], flagged=z["flagged"])
     cols = ["dataset", "heterogeneity", "weights", "guarantee", "method", "MC", "MC_se", "CCC", "CCC_se", "CMC",
-            "CMC_se", "Eff", "Eff_se", "inf_frac", "Eff_finite", "n_sims", "n_errors", "n_warned", "n_flagged", "options", "seconds", "draw_seconds", "n_test",
+            "CMC_se", "Eff", "Eff_se", "inf_frac", "inf_frac_se", "Eff_finite", "n_sims", "n_errors", "n_warned", "n_flagged", "options", "seconds", "draw_seconds", "n_test",
             "n_cal_test", "alpha", "delta", "seed", "model_seed", "train_kw", "ratio_model"]
     df = pd.DataFrame(rows, columns=cols)
     df.attrs["draws"] = draws
@@ -776,6 +777,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
+# %% ../nbs/08f_runner.ipynb #883b28a8
+def _paper_configuration(a: argparse.Namespace) -> bool:
+    "Whether a run's cells are those whose spread over trainings the packaged `training_spread.csv` measured."
+    return (a.select == "paper" and a.gamma == 1.0 and not a.check and a.ratio_model == "paper" and a.train_kw is None
+            and a.n_cal_test is None and a.alpha == 0.1 and a.delta == 0.1 and a.seed == 0 and a.engine == "exact")
+
 # %% ../nbs/08f_runner.ipynb #0661024c
 def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
     "`pfwcp-experiments` as a function: parse `argv`, run, write the outputs, return the results DataFrame."
@@ -795,7 +802,9 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
                   model_seed=args.model_seed,
                   method_kw=dict(select=args.select, gamma=args.gamma, check=args.check))
     wall = time.time() - t0
-    paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command)
+    spread = load_training_spread() if _paper_configuration(args) else None
+    paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command,
+                          spread=spread)
     if args.figure1:
         res = figure1_star(alpha=args.alpha, seed=args.seed, data_dir=args.data_dir, progress=progress)
         np.savez(out / "figure1_star.npz", **res)
@@ -812,7 +821,9 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
         for het in args.heterogeneity:
             d = df[(df.guarantee == g) & (df.heterogeneity == het)]
             if not d.empty:
-                print(f"\n{g.upper()}, {het} heterogeneity\n\n" + paper_table(d, g, alpha=args.alpha, delta=args.delta))
+                print(f"\n{g.upper()}, {het} heterogeneity\n\n" + paper_table(d, g, alpha=args.alpha, delta=args.delta,
+                                                                              spread=spread))
+    print("\n" + verdict_legend(spread))
     print(f"\nwall time {wall:.1f} s; wrote {len(paths)} files to {out}")
     return df
 
