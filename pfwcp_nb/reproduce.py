@@ -20,7 +20,7 @@ from .baselines import METHODS
 from .data import DATASET_SPECS, HETEROGENEITY, data_path
 from .metrics import GUARANTEES
 from .report import variability_table
-from .runner import WEIGHT_KINDS, run_grid
+from .runner import LOG_EVERY, WEIGHT_KINDS, run_grid
 
 # %% auto #0
 __all__ = ['CELL_COLS', 'METRIC_OF', 'SPREAD_COLUMNS', 'SUBSETS', 'training_variability', 'training_spread', 'total_uncertainty',
@@ -163,6 +163,7 @@ def check_reproduction(results, # a stored results.csv (path) or its DataFrame
                        z_max: float = 3.0, # |z| above this fails the cell
                        cache_dir=None, # None: a fresh temporary cache (models trained from scratch)
                        data_dir=None, jobs: int = 1, progress: bool = False,
+                       log_every: float | None = None, # progress lines on stderr (`runner.run_grid`), and one per dataset
                       ) -> pd.DataFrame: # per cell: stored, stored_se, new, new_se, train_sd, u, z, ok
     "Re-run `cells` with the settings of their stored rows and compare: z-scores counting Monte Carlo and training."
     stored = pd.read_csv(results) if isinstance(results, (str, Path)) else results
@@ -178,12 +179,15 @@ def check_reproduction(results, # a stored results.csv (path) or its DataFrame
         n = int(st["n_sims"]) if n_sims is None else int(n_sims)
         if n > int(st["n_sims"]):
             raise ValueError(f"n_sims={n}: the stored run of {ds!r} has {int(st['n_sims'])} draws; use at most that.")
+        if log_every is not None:
+            print(f"re-running {ds}: {len(mine)} cell(s), {n} draws, models trained from scratch", file=sys.stderr,
+                  flush=True)
         df = run_grid([ds], sorted({m for _, m, _ in mine}), sorted({g for _, _, g in mine}),
                       heterogeneity=heterogeneity, weights=weights, n_sims=n, n_test=int(st["n_test"]),
                       alpha=float(st["alpha"]), delta=st["delta"], seed=int(st["seed"]),
                       n_cal_test=None if int(st["n_cal_test"]) == 100 else int(st["n_cal_test"]),
                       train_kw=st["train_kw"], ratio_model=st["ratio_model"], model_seed=st["model_seed"],
-                      data_dir=data_dir, cache_dir=cache_dir, jobs=jobs, progress=progress)
+                      data_dir=data_dir, cache_dir=cache_dir, jobs=jobs, progress=progress, log_every=log_every)
         for _, m, g in mine:
             label = m + ("-oracle" if weights == "oracle" else "")
             key = METRIC_OF[g]
@@ -260,8 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     "Entry point of `pfwcp-reproduce`: exit status 0 (reproduced), 1 (a cell outside --z-max), 2 (usage)."
     p, a = _parse(argv)
     try:
+        tty = sys.stderr.isatty()            # bars on a terminal, lines in a log (at least one a minute)
         res = check_reproduction(a.results, a.cells, variability=a.variability, heterogeneity=a.heterogeneity,
-                                 weights=a.weights, n_sims=a.n_sims, z_max=a.z_max, data_dir=a.data_dir, jobs=a.jobs)
+                                 weights=a.weights, n_sims=a.n_sims, z_max=a.z_max, data_dir=a.data_dir, jobs=a.jobs,
+                                 progress=tty, log_every=None if tty else LOG_EVERY)
     except ValueError as e:
         p.error(str(e))
     pct = lambda x: f"{100 * x:.2f}"
