@@ -14,6 +14,8 @@ from pfwcp_nb import metrics, pipeline, report, runner
 from pfwcp_nb import cache as cache_mod
 from pfwcp_nb.cache import CACHE_SCHEMA, ResultCache, RunConfig, _stable_hash, load_cell
 
+ROOT = Path(__file__).resolve().parents[1]
+
 # ---------------------------------------------------------------- metrics
 
 def test_evaluate_thresholds_regression_hand_computed():
@@ -503,3 +505,39 @@ def test_unreadable_cached_models_name_the_cache_schema(tmp_path):
     with pytest.raises(ValueError, match="without a new CACHE_SCHEMA"):
         cache.load_setup(cfg)
     assert cache.load_setup(RunConfig("poisson")) is None               # no file: None, no warning
+
+
+MACHINE_FIELDS = ("cpu", "cpus", "blas", "torch_threads", "platform", "versions")
+
+
+def _machine_problems(rec: dict) -> list[str]:
+    "What a runs.jsonl record lacks to name its machine: all of MACHINE_FIELDS, or an honest 'not recorded' note."
+    if "machine" in rec:
+        m = rec["machine"]
+        ok = isinstance(m, dict) and m.get("recorded") is False and len(str(m.get("note", ""))) > 40
+        return [] if ok and "cpu" not in rec else ["a 'machine' annotation must be {recorded: false, note: ...} "
+                                                  "and only where the CPU was not recorded"]
+    bad = [k for k in MACHINE_FIELDS if not rec.get(k) and rec.get(k) != 0]
+    bad += [f"versions.{k}" for k in ("python", "numpy", "torch", "pfwcp_nb") if k not in rec.get("versions", {})]
+    return bad
+
+
+def test_every_stored_run_names_its_machine():
+    "Every runs.jsonl under results/ says which machine made it (CPU, BLAS, threads, versions), or that it is unknown."
+    files = sorted((ROOT / "results").rglob("runs.jsonl"))
+    assert len(files) > 20
+    bad = {}
+    for f in files:
+        for i, line in enumerate(l for l in f.read_text().splitlines() if l.strip()):
+            if problems := _machine_problems(json.loads(line)):
+                bad[f"{f.relative_to(ROOT)}:{i + 1}"] = problems
+    assert not bad, f"runs.jsonl records that do not name their machine: {bad}"
+
+
+def test_machine_check_can_fail():
+    rec = dict(cpu="AMD EPYC", cpus=2, blas=[{"api": "openblas"}], torch_threads=1, platform="Linux",
+               versions=dict(python="3.11", numpy="2", torch="2.13", pfwcp_nb="0.1"))
+    assert _machine_problems(rec) == [] and _machine_problems(runner.provenance(2) | {}) == []
+    assert _machine_problems({k: v for k, v in rec.items() if k != "cpu"}) == ["cpu"]
+    assert _machine_problems({"cpus": 2, "machine": {"recorded": False, "note": "short"}})
+    assert _machine_problems(rec | {"machine": {"recorded": False, "note": "x" * 50}})   # recorded and annotated
