@@ -431,11 +431,12 @@ def plot_coverage_efficiency(df: pd.DataFrame, guarantee: str = "mc", *, heterog
     for i, m in enumerate(meths):
         x = d[d.method == m]
         mk = "o" if not m.endswith("-oracle") else "^"
-        full = x[~x.has_inf]
-        ax.scatter(100 * full[key], full.rel_eff, s=28, color=cmap(i % 10), label=m, marker=mk)
-        hol = x[x.has_inf]
-        ax.scatter(100 * hol[key], hol.rel_eff, s=28, facecolors="none", edgecolors=cmap(i % 10), marker=mk,
-                   label=None if full.size else m)
+        full, hol = x[~x.has_inf], x[x.has_inf]       # one legend entry per method (an empty scatter adds one too)
+        if len(full):
+            ax.scatter(100 * full[key], full.rel_eff, s=28, color=cmap(i % 10), label=m, marker=mk)
+        if len(hol):
+            ax.scatter(100 * hol[key], hol.rel_eff, s=28, facecolors="none", edgecolors=cmap(i % 10), marker=mk,
+                       label=None if len(full) else m)
     ax.axvline(100 * (1 - (alpha if guarantee == "mc" else delta)), color="k", ls="--", lw=1)
     ax.axhline(1.0, color="grey", ls=":", lw=1)
     ax.set_xlabel(f"{key} (%)"); ax.set_ylabel("Eff (finite sets) / Eff(CP), same dataset")
