@@ -3,7 +3,10 @@ own markers and boldface, seeded integration runs of every method (gaussian and 
 resumption after an interrupt."""
 import dataclasses
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -541,3 +544,30 @@ def test_machine_check_can_fail():
     assert _machine_problems({k: v for k, v in rec.items() if k != "cpu"}) == ["cpu"]
     assert _machine_problems({"cpus": 2, "machine": {"recorded": False, "note": "short"}})
     assert _machine_problems(rec | {"machine": {"recorded": False, "note": "x" * 50}})   # recorded and annotated
+
+
+def _flips(*args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    return subprocess.run([sys.executable, "scripts/verdict_flips.py", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_two_trainings_of_the_main_job_flip_no_decided_verdict():
+    "The main job and its rerun with --model-seed 1: verdicts printed as point values flip, decided ones do not."
+    r = _flips("results/main_job/results.csv", "results/main_job_model_seed_1/results.csv")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in r.stdout.splitlines()[2:]]
+    assert {row[1] for row in rows} == {"colour", "bold", "∞"}
+    assert all(row[4] == "0" for row in rows), r.stdout                         # no unmarked flip
+    assert sum(int(row[3]) for row in rows) > 0, r.stdout                      # point verdicts did flip
+    # without the spread over trainings (Monte Carlo only) some decided verdict does flip: the check can fail
+    r = _flips("results/main_job/results.csv", "results/main_job_model_seed_1/results.csv", "--no-spread")
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in r.stdout.splitlines()[2:]]
+    assert sum(int(row[4]) for row in rows) > 0, r.stdout
+
+
+@pytest.mark.parametrize("args", [[], ["results/main_job/results.csv"], ["--trainings", "nofile.csv"],
+                                  ["results/main_job/results.csv", "results/severe/results.csv", "--z", "0"]])
+def test_verdict_flips_bad_usage_exits_2(args):
+    r = _flips(*args)
+    assert r.returncode == 2 and "usage:" in r.stderr, (r.returncode, r.stderr[-500:])
