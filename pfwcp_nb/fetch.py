@@ -33,7 +33,7 @@ from .data import DATA_FILES, resolve_data_dir
 __all__ = ['CHECKSUM_FILE', 'SHA256', 'MD5', 'CIFAR_NPZ', 'CIFAR_TARBALL', 'REAL_DATASETS', 'ORIGINALS', 'EXTRAS', 'TIMEOUT',
            'CIFAR_CLASSES', 'CIFAR_PER_CLASS', 'Source', 'FetchError', 'DownloadError', 'file_digest', 'check_file',
            'cifar_npz', 'check_cifar_arrays', 'fetch_file', 'dataset_files', 'fetch', 'status_table', 'data_ready',
-           'data_flags', 'main']
+           'data_flags', 'data_dir_source', 'main']
 
 # %% ../nbs/04b_fetch.ipynb #18f3d714
 CHECKSUM_FILE = "data_checksums.json"   # in the package folder; {"sha256": {file: digest}, "md5": {file: digest}}
@@ -393,6 +393,16 @@ def data_flags(dest: str | os.PathLike | None = None, # the folder to check (def
                 f"does not hold the verified data files; get them with `pfwcp-data fetch --dest DIR` and set "
                 f"PFWCP_DATA_DIR=DIR (PFWCP_REQUIRE_DATA=1 runs them anyway).")
 
+# %% ../nbs/04b_fetch.ipynb #d3cf0feb
+def data_dir_source(dest: str | os.PathLike | None = None) -> str:
+    "Where the data directory comes from: --dest, $PFWCP_DATA_DIR, or the default ./data (with how to change it)."
+    if dest is not None:
+        return "from --dest"
+    if os.environ.get("PFWCP_DATA_DIR"):
+        return "from $PFWCP_DATA_DIR"
+    return ("the default ./data: neither --dest nor $PFWCP_DATA_DIR is set, the README's test command sets it for "
+            "itself only, to ../shared/data; export PFWCP_DATA_DIR=/absolute/path/to/the/data to use another folder")
+
 # %% ../nbs/04b_fetch.ipynb #87676f1c
 def main(argv: list[str] | None = None) -> int:
     "Entry point of `pfwcp-data`; returns the exit status."
@@ -409,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(flags)
             return 0
         st = status_table(a.dest, a.names)
-        print(f"data directory: {resolve_data_dir(a.dest)}")
+        print(f"data directory: {resolve_data_dir(a.dest)} ({data_dir_source(a.dest)})")
         print(_text_table(st.drop(columns="ok")))
         if a.command == "verify" and not st.ok.all():
             bad = st.loc[~st.ok, "file"].tolist()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = ['GUARANTEES', 'MARKERS', 'evaluate_thresholds', 'coverage_metrics', 'marker']
+__all__ = ['GUARANTEES', 'MARKERS', 'Z_VERDICT', 'evaluate_thresholds', 'coverage_metrics', 'marker', 'bands', 'verdict_marker']
 
 # %% ../nbs/08a_metrics.ipynb #25816498
 def evaluate_thresholds(task: str, # "regression" or "classification"
@@ -46,7 +46,7 @@ def coverage_metrics(coverage: np.ndarray, # (N,) empirical coverage of each cal
                      alpha: float = 0.1, # miscoverage level
                      inf_count: np.ndarray | None = None, # (N,) infinite sets per draw (for `inf_frac`)
                      n_test: int | None = None, # test points per draw (for `inf_frac`)
-                    ) -> dict: # MC, CCC, CMC, Eff with Monte Carlo standard errors (`*_se`), inf_frac, n_sims
+                    ) -> dict: # MC, CCC, CMC, Eff, inf_frac with Monte Carlo standard errors (`*_se`), n_sims
     "The paper's metrics over N calibration draws and their Monte Carlo standard errors."
     cov = np.asarray(coverage, dtype=float)
     sz = np.asarray(size, dtype=float)
@@ -66,16 +66,14 @@ def coverage_metrics(coverage: np.ndarray, # (N,) empirical coverage of each cal
                CCC=float(p), CCC_se=float(np.sqrt(p * (1 - p) / N)) if N > 1 else np.nan,
                CMC=float(dev.mean()), CMC_se=se(dev),
                Eff=float(sz.mean()), Eff_se=se(sz), n_sims=N)
-    if inf_count is not None and n_test:
-        out["inf_frac"] = float(np.sum(inf_count) / (N * n_test))
-    else:
-        out["inf_frac"] = float(np.mean(~np.isfinite(sz)))
+    share = np.asarray(inf_count, float) / n_test if inf_count is not None and n_test else (~np.isfinite(sz)).astype(float)
+    out["inf_frac"], out["inf_frac_se"] = float(share.mean()), se(share)
     return out
 
 # %% ../nbs/08a_metrics.ipynb #2a58dacf
 GUARANTEES = ("mc", "ccc")
 
-MARKERS = {"green": "🟩", "yellow": "🟨", "red": "🟥"}
+MARKERS = {"green": "🟩", "yellow": "🟨", "red": "🟥", "undecided": "⬜"}   # ⬜: see "Verdicts with their uncertainty"
 
 def marker(value: float, # MC or CCC as a fraction
            guarantee: str = "mc", # "mc" or "ccc"
@@ -88,3 +86,29 @@ def marker(value: float, # MC or CCC as a fraction
     if value >= target - 1e-12:
         return "green"
     return "yellow" if value >= target - band - 1e-12 else "red"
+
+# %% ../nbs/08a_metrics.ipynb #11337df7
+Z_VERDICT = 2.0                  # half-width of a verdict's interval, in combined standard uncertainties
+
+def bands(value: float, # MC or CCC as a fraction
+          u: float, # combined standard uncertainty of `value` (Monte Carlo and training); NaN: unknown
+          guarantee: str = "mc", alpha: float = 0.1, delta: float = 0.1,
+          z: float = Z_VERDICT, # half-width of the interval in units of `u`
+         ) -> tuple[str, ...]: # the bands that value ± z·u reaches, lowest first: one is a verdict, more are undecided
+    "The colour bands reached by `value` ± `z`·`u`."
+    if not (z >= 0 and (np.isnan(u) or u >= 0)):
+        raise ValueError(f"`u` and `z` must be >= 0 (u may be NaN: unknown), got u={u}, z={z}.")
+    if not np.isfinite(value):
+        return ("red",)
+    order = ("red", "yellow", "green")
+    if np.isnan(u):
+        return order
+    w = z * u
+    lo, hi = (order.index(marker(x, guarantee, alpha, delta)) for x in (value - w, value + w))
+    return order[lo:hi + 1]
+
+def verdict_marker(value: float, u: float, guarantee: str = "mc", alpha: float = 0.1, delta: float = 0.1,
+                   z: float = Z_VERDICT) -> str:
+    "The printed mark: the band's square when value ± z·u stays in one band, else ⬜ (undecided)."
+    b = bands(value, u, guarantee, alpha, delta, z)
+    return MARKERS[b[0] if len(b) == 1 else "undecided"]

@@ -20,11 +20,12 @@ from tqdm.auto import tqdm
 
 from .baselines import METHODS, ORACLE_SUFFIX
 from .data import HETEROGENEITY, load_dataset
-from .metrics import GUARANTEES, MARKERS, marker
+from .metrics import GUARANTEES, MARKERS, Z_VERDICT, bands, marker
 from .quantiles import effective_sample_size, weighted_quantile
 
 # %% auto #0
-__all__ = ['PAPER_TABLES_FILE', 'PAPER_DATASET_ORDER', 'PAPER_TABLES', 'STAR_ZETA', 'paper_table', 'se_table',
+__all__ = ['PAPER_TABLES_FILE', 'PAPER_DATASET_ORDER', 'PAPER_TABLES', 'TRAINING_SPREAD_FILE', 'SPREAD_METRICS', 'STAR_ZETA',
+           'load_training_spread', 'with_uncertainty', 'table_verdicts', 'paper_table', 'verdict_legend', 'se_table',
            'compare_with_paper', 'comparison_markdown', 'verdict', 'verdict_changes', 'variability_table',
            'plot_boxplots', 'plot_coverage_efficiency', 'figure1_star', 'plot_figure1', 'write_outputs']
 
@@ -34,6 +35,14 @@ PAPER_TABLES_FILE = "paper_tables.json"   # in the package folder
 PAPER_DATASET_ORDER = ("gaussian", "poisson", "airfoil", "protein", "bike", "concrete", "crime", "star", "cifar10c")
 
 PAPER_TABLES: dict = json.loads(resources.files("pfwcp_nb").joinpath(PAPER_TABLES_FILE).read_text(encoding="utf-8"))
+
+# %% ../nbs/08d_report.ipynb #983ff9d3
+TRAINING_SPREAD_FILE = "training_spread.csv"   # in the package folder
+
+def load_training_spread() -> pd.DataFrame: # dataset, heterogeneity, weights, guarantee, method, metric, n_trainings, train_sd
+    "The packaged between-training spread of the paper configuration's severe cells (`reproduce.training_spread`)."
+    with resources.files("pfwcp_nb").joinpath(TRAINING_SPREAD_FILE).open("r", encoding="utf-8") as f:
+        return pd.read_csv(f).fillna({"versus": ""})   # "": the cell's own spread, else paired with that method
 
 # %% ../nbs/08d_report.ipynb #a8d8d880
 def _order(values, preferred) -> list:
@@ -61,15 +70,130 @@ def _pct(x: float) -> str:
     "A share in percent: one decimal, or two significant digits below 0.1%."
     return f"{100 * x:.1f}%" if 100 * x >= 0.1 or x == 0 else f"{100 * x:.2g}%"
 
-# %% ../nbs/08d_report.ipynb #511d8ba4
+# %% ../nbs/08d_report.ipynb #fbca5913
+SPREAD_METRICS = ("MC", "CCC", "CMC", "Eff", "inf_frac")   # the metrics whose spread over trainings `spread` may give
+
+def with_uncertainty(df: pd.DataFrame, # rows of `run_grid` / results.csv
+                     spread: pd.DataFrame | None = None, # `reproduce.training_spread` rows (None: Monte Carlo only)
+                    ) -> pd.DataFrame: # `df` with <metric>_train_sd and <metric>_u for every metric of SPREAD_METRICS
+    """The rows with, per metric, the between-training s.d. (where `spread` did not measure a cell, the largest one
+    measured for the other methods of its dataset and guarantee) and the combined uncertainty u."""
+    need = {c for m in ("MC", "CCC", "CMC", "Eff") for c in (m, m + "_se")} | {"inf_frac", "n_sims", "n_test"}
+    if missing := sorted(need - set(df.columns)):
+        raise ValueError(f"`df` lacks the columns {missing}; pass rows of `run_grid` / a results.csv.")
+    d = df.copy()
+    if "Eff_finite" not in d:                 # results written before the column existed
+        d["Eff_finite"] = d.Eff.where(np.isfinite(d.Eff))
+    if "inf_frac_se" not in d:    # written before the column existed: the largest s.e. a share p in [0, 1] per draw
+        d["inf_frac_se"] = np.sqrt(d.inf_frac * (1 - d.inf_frac) / d.n_sims)   # can have (all or nothing per draw)
+    cols = ["dataset", "heterogeneity", "weights", "guarantee", "method", "metric", "train_sd"]
+    if spread is not None and "versus" not in spread:
+        raise ValueError("`spread` lacks the column ['versus']; pass `reproduce.training_spread` rows.")
+    if spread is not None and (missing := sorted(set(cols) - set(spread.columns))):
+        raise ValueError(f"`spread` lacks the columns {missing}; pass `reproduce.training_spread` rows.")
+    own = spread[spread.versus == ""] if spread is not None else None
+    sd = {} if own is None else {tuple(r[:-1]): float(r[-1]) for r in own[cols].itertuples(index=False)}
+    keys = list(zip(d.dataset, d.heterogeneity, d.weights, d.guarantee, d.method))
+    groups = [d.dataset, d.heterogeneity, d.weights, d.guarantee]
+    for m in SPREAD_METRICS:           # a cell not measured: the largest spread measured beside it stands in
+        own_sd = pd.Series([sd.get(k + (m,), np.nan) for k in keys], index=d.index, dtype=float)
+        d[f"{m}_train_sd"] = own_sd.fillna(own_sd.groupby(groups).transform("max"))
+        se = d["Eff_se"].where(np.isfinite(d.Eff), 0.0) if m == "Eff" else d[f"{m}_se"]   # ∞: the finite sets' s.e. is not kept
+        d[f"{m}_u"] = np.hypot(se, d[f"{m}_train_sd"].fillna(0.0))
+    return d
+
+# %% ../nbs/08d_report.ipynb #abd6408c
+def _pairs(spread: pd.DataFrame | None) -> dict:
+    "(dataset, heterogeneity, weights, guarantee, metric, method a, method b) -> s.d. of a - b over trainings, both orders."
+    if spread is None:
+        return {}
+    p = spread[spread.versus != ""]
+    out = {}
+    for r in p.itertuples():
+        k = (r.dataset, r.heterogeneity, r.weights, r.guarantee, r.metric)
+        out[k + (r.method, r.versus)] = out[k + (r.versus, r.method)] = float(r.train_sd)
+    return out
+
+def _best(cands: dict, z: float, pair_sd=lambda a, b: np.nan) -> dict:
+    """cands: method -> (value, u, Monte Carlo s.e., surely green). 'bold' for the lowest value when it is surely green
+    and below every other candidate by more than z times the difference's uncertainty: sqrt(se² + se'² + sd_pair²)
+    with the paired training s.d. `pair_sd(a, b)` where measured, else sqrt(u² + u'²) (equal values, all surely
+    green: all bold, as the paper bolds ties); 'tie' for it and every candidate within that reach otherwise."""
+    if not cands:
+        return {}
+    b = min(cands, key=lambda m: cands[m][0])
+    v, u, se, sure = cands[b]
+    def reach(m):
+        w, u2, se2, _ = cands[m]
+        sd = pair_sd(b, m)
+        return z * (np.hypot(u, u2) if np.isnan(sd) else np.sqrt(se ** 2 + se2 ** 2 + sd ** 2))
+    near = [m for m in cands if m != b and not cands[m][0] - v > reach(m)]   # NaN: near
+    if sure and all(cands[m][0] == v and cands[m][3] for m in near):    # none, or equal values: best, all of them
+        return {m: "bold" for m in [b] + near}
+    return {m: "tie" for m in [b] + near}
+
+def _inf_undecided(r, z: float) -> bool:
+    "Whether 'some sets are infinite' is undecided: the share ± z·u reaches 0 (u > 0)."
+    return bool(r.inf_frac_u > 0 and r.inf_frac <= z * r.inf_frac_u)
+
+def _candidate(r, metric: str, bnd: tuple, inf_und: bool):
+    "(value, u, Monte Carlo s.e., surely green) of a cell that may be the row's best, or None (not possibly green, or ∞)."
+    v, u, se = getattr(r, metric), getattr(r, metric + "_u"), getattr(r, metric + "_se")
+    if metric == "Eff" and np.isinf(v) and inf_und:      # may be finite elsewhere: its finite-set size, s.e. not kept
+        v, se = r.Eff_finite, 0.0
+        u = 0.0 if np.isnan(r.Eff_train_sd) else r.Eff_train_sd
+    if "green" not in bnd or not np.isfinite(v):
+        return None
+    return v, u, se, bnd == ("green",) and not (metric == "Eff" and inf_und)
+
+# %% ../nbs/08d_report.ipynb #3688cfff
+def _cell_text(r, metric: str, pct: bool, best: str | None, bnd: tuple, inf_und: bool) -> str:
+    "One cell: the verdict's mark, the value (bold: best; italic: tied for best), '∞?' where infinity is undecided."
+    v = getattr(r, metric)
+    txt = _fmt(v, pct)
+    if metric == "Eff" and np.isinf(v) and np.isfinite(r.Eff_finite):
+        txt += f" ({r.Eff_finite:.2f} on finite sets, {_pct(r.inf_frac)} ∞)"
+    if metric == "Eff" and inf_und:
+        txt = "∞?" + txt[1:] if np.isinf(v) else txt + " (∞?)"
+    txt = {"bold": f"**{txt}**", "tie": f"*{txt}*", None: txt}[best]
+    return f"{MARKERS[bnd[0] if len(bnd) == 1 else 'undecided']} {txt}"
+
+# %% ../nbs/08d_report.ipynb #a72ba68a
+def table_verdicts(df: pd.DataFrame, # rows of one guarantee (and heterogeneity) of `run_grid` / results.csv
+                   guarantee: str = "mc", *, alpha: float = 0.1, delta: float = 0.1,
+                   spread: pd.DataFrame | None = None, # `reproduce.training_spread` rows; None: Monte Carlo only
+                   z: float = Z_VERDICT,
+                  ) -> pd.DataFrame: # per (method, dataset, metric): row, bands, colour, best, inf_undecided
+    "Every verdict of a `paper_table`: the colour (or 'undecided'), the best mark ('bold', 'tie', ''), ∞ undecided."
+    key = "MC" if guarantee == "mc" else "CCC"
+    d = with_uncertainty(df[df.guarantee == guarantee], spread)
+    cell = {(r.method, r.dataset): r for r in d.itertuples()}
+    bnd = {k: bands(getattr(r, key), getattr(r, key + "_u"), guarantee, alpha, delta, z) for k, r in cell.items()}
+    inf_und = {k: _inf_undecided(r, z) for k, r in cell.items()}
+    pairs = _pairs(spread)
+    out = []
+    for metric in (key, "CMC", "Eff"):
+        for x in dict.fromkeys(d.dataset):
+            ms = [m for (m, y) in cell if y == x]
+            c = {m: _candidate(cell[(m, x)], metric, bnd[(m, x)], inf_und[(m, x)]) for m in ms}
+            best = _best({m: v for m, v in c.items() if v is not None}, z, lambda a, b: pairs.get(
+                (x, cell[(a, x)].heterogeneity, cell[(a, x)].weights, guarantee, metric, a, b), np.nan))
+            out += [dict(method=m, dataset=x, metric=metric, row=cell[(m, x)], bands=bnd[(m, x)],
+                         colour=bnd[(m, x)][0] if len(bnd[(m, x)]) == 1 else "undecided", best=best.get(m, ""),
+                         inf_undecided=inf_und[(m, x)]) for m in ms]
+    return pd.DataFrame(out, columns=["method", "dataset", "metric", "row", "bands", "colour", "best", "inf_undecided"])
+
+# %% ../nbs/08d_report.ipynb #adbbaf64
 def paper_table(df: pd.DataFrame, # rows of `run_grid` / `collect_results`
                 guarantee: str = "mc", # "mc" (Table 2 layout) or "ccc" (Table 3 layout)
                 *,
                 heterogeneity: str | None = None, # filter (default: the only one present)
                 alpha: float = 0.1, delta: float = 0.1,
                 datasets: Sequence[str] | None = None, methods: Sequence[str] | None = None,
+                spread: pd.DataFrame | None = None, # between-training s.d. (`reproduce.training_spread`); None: MC s.e. only
+                z: float = Z_VERDICT, # a verdict is undecided when value ± z·u crosses its threshold; 0: point verdicts
                ) -> str: # markdown
-    "Markdown table in the layout of the paper's Table 2 (MC) / Table 3 (CCC) with colour markers and boldface."
+    "Markdown table in the layout of the paper's Table 2 (MC) / Table 3 (CCC): verdict marks, boldface, ∞, with their uncertainty."
     d = df[df.guarantee == guarantee]
     if heterogeneity is not None:
         d = d[d.heterogeneity == heterogeneity]
@@ -81,32 +205,29 @@ def paper_table(df: pd.DataFrame, # rows of `run_grid` / `collect_results`
     ds = _order(d.dataset, PAPER_DATASET_ORDER) if datasets is None else list(datasets)
     ms = sorted(d.method.unique(), key=_method_sort_key) if methods is None else list(methods)
     key = "MC" if guarantee == "mc" else "CCC"
-    cell = {(r.method, r.dataset): r for r in d.itertuples()}
-    color = {k: marker(getattr(r, key), guarantee, alpha, delta) for k, r in cell.items()}
+    v = {(r.method, r.dataset, r.metric): r for r in table_verdicts(d, guarantee, alpha=alpha, delta=delta,
+                                                                   spread=spread, z=z).itertuples()}
     lines = ["| | Method | " + " | ".join(ds) + " |", "|---|---|" + "---:|" * len(ds)]
     for metric, pct in ((key, True), ("CMC", True), ("Eff", False)):
-        best = {}
-        for dset in ds:
-            vals = [getattr(cell[(m, dset)], metric) for m in ms
-                    if (m, dset) in cell and color[(m, dset)] == "green"]
-            vals = [v for v in vals if np.isfinite(v)]
-            best[dset] = min(vals) if vals else None
         for i, m in enumerate(ms):
             row = [f"**{metric}{' (%)' if pct else ''}**" if i == 0 else "", m]
-            for dset in ds:
-                r = cell.get((m, dset))
-                if r is None:
-                    row.append("")
-                    continue
-                v = getattr(r, metric)
-                txt = _fmt(v, pct)
-                if metric == "Eff" and np.isinf(v) and np.isfinite(getattr(r, "Eff_finite", np.nan)):
-                    txt += f" ({r.Eff_finite:.2f} on finite sets, {_pct(r.inf_frac)} ∞)"
-                if best[dset] is not None and color[(m, dset)] == "green" and v == best[dset]:
-                    txt = f"**{txt}**"
-                row.append(f"{MARKERS[color[(m, dset)]]} {txt}")
+            row += ["" if (c := v.get((m, x, metric))) is None else
+                    _cell_text(c.row, metric, pct, c.best or None, c.bands, c.inf_undecided) for x in ds]
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+# %% ../nbs/08d_report.ipynb #4e32dab5
+def verdict_legend(spread: pd.DataFrame | None = None, # the spread the table counted (None: Monte Carlo only)
+                   z: float = Z_VERDICT) -> str:
+    "The legend of `paper_table`'s marks, saying which uncertainty they count."
+    u = ("u = sqrt(Monte Carlo s.e.² + between-training s.d.²), the training s.d. from "
+         f"`{TRAINING_SPREAD_FILE}` (results/training_variability/, {int(spread.n_trainings.min())}+ trainings; where "
+         "a cell was not measured, the largest spread of its dataset's other methods)" if spread is not None else
+         "u = the Monte Carlo s.e. (no spread over trainings counted: another training may move more)")
+    return (f"🟩 meets the target, 🟨 within the paper's yellow band, 🟥 below, ⬜ undecided (value ± {z:g}u crosses a "
+            f"band's edge: another machine or training may print either colour); bold: best value of the row among "
+            f"the green ones, by more than {z:g}u of the difference; *italic*: tied for best within it; ∞?: whether "
+            f"some sets are infinite is undecided (the infinite share ± {z:g}u reaches 0); {u}.")
 
 # %% ../nbs/08d_report.ipynb #07677afd
 def se_table(df: pd.DataFrame, guarantee: str = "mc", *, heterogeneity: str | None = None) -> str:
@@ -310,11 +431,12 @@ def plot_coverage_efficiency(df: pd.DataFrame, guarantee: str = "mc", *, heterog
     for i, m in enumerate(meths):
         x = d[d.method == m]
         mk = "o" if not m.endswith("-oracle") else "^"
-        full = x[~x.has_inf]
-        ax.scatter(100 * full[key], full.rel_eff, s=28, color=cmap(i % 10), label=m, marker=mk)
-        hol = x[x.has_inf]
-        ax.scatter(100 * hol[key], hol.rel_eff, s=28, facecolors="none", edgecolors=cmap(i % 10), marker=mk,
-                   label=None if full.size else m)
+        full, hol = x[~x.has_inf], x[x.has_inf]       # one legend entry per method (an empty scatter adds one too)
+        if len(full):
+            ax.scatter(100 * full[key], full.rel_eff, s=28, color=cmap(i % 10), label=m, marker=mk)
+        if len(hol):
+            ax.scatter(100 * hol[key], hol.rel_eff, s=28, facecolors="none", edgecolors=cmap(i % 10), marker=mk,
+                       label=None if len(full) else m)
     ax.axvline(100 * (1 - (alpha if guarantee == "mc" else delta)), color="k", ls="--", lw=1)
     ax.axhline(1.0, color="grey", ls=":", lw=1)
     ax.set_xlabel(f"{key} (%)"); ax.set_ylabel("Eff (finite sets) / Eff(CP), same dataset")
@@ -390,7 +512,9 @@ _KEY_COLS = ["dataset", "heterogeneity", "weights", "guarantee", "method", "n_si
              "seed"]
 
 def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float = 0.1, figures: bool = True,
-                  command: str | None = None) -> list[Path]:
+                  command: str | None = None,
+                  spread: pd.DataFrame | None = None, # between-training s.d. that the tables' verdicts count (`paper_table`)
+                 ) -> list[Path]:
     """Write results.csv (merged), tables_<guarantee>_<heterogeneity>.md, compare_<guarantee>.md and figures (removing
     the boxplots_*/coverage_efficiency_* figures this run does not produce); return the paths."""
     out = Path(out_dir)
@@ -423,9 +547,8 @@ def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float
                     continue
                 title = {"mc": "Marginal coverage (MC)", "ccc": "Calibration-conditional coverage (CCC)"}[g]
                 txt = (f"# {title}, {het} heterogeneity\n\n{n_sims} calibration draws × {n_test} test points, "
-                       f"alpha={alpha:g}" + (f", delta={delta:g}" if g == "ccc" else "") + ". 🟩 meets the target, "
-                       "🟨 within the paper's yellow band, 🟥 below; bold: best green value of each row.\n\n"
-                       + paper_table(d, g, alpha=alpha, delta=delta) + "\n\n" + se_table(d, g) + cmd)
+                       f"alpha={alpha:g}" + (f", delta={delta:g}" if g == "ccc" else "") + ". " + verdict_legend(spread)
+                       + "\n\n" + paper_table(d, g, alpha=alpha, delta=delta, spread=spread) + "\n\n" + se_table(d, g) + cmd)
                 p = out / f"table_{g}_{het}{sfx}.md"
                 p.write_text(txt)
                 written.append(p)

@@ -20,11 +20,11 @@ from .baselines import METHODS
 from .data import DATASET_SPECS, HETEROGENEITY, data_path
 from .metrics import GUARANTEES
 from .report import variability_table
-from .runner import WEIGHT_KINDS, run_grid
+from .runner import LOG_EVERY, WEIGHT_KINDS, run_grid
 
 # %% auto #0
-__all__ = ['CELL_COLS', 'METRIC_OF', 'SUBSETS', 'training_variability', 'total_uncertainty', 'reproduction_z',
-           'check_reproduction', 'cli_cell', 'main']
+__all__ = ['CELL_COLS', 'METRIC_OF', 'SPREAD_COLUMNS', 'SUBSETS', 'training_variability', 'training_spread', 'total_uncertainty',
+           'reproduction_z', 'check_reproduction', 'cli_cell', 'main']
 
 # %% ../nbs/08g_reproduce.ipynb #1413e4f1
 CELL_COLS = ["dataset", "heterogeneity", "weights", "guarantee", "method"]   # what names one cell of the grid
@@ -35,15 +35,12 @@ def _cell_metric(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, str]:
     key = METRIC_OF[d.guarantee.iloc[0]]
     return d[key].to_numpy(float), d[key + "_se"].to_numpy(float), key
 
-# %% ../nbs/08g_reproduce.ipynb #847f78ad
-def training_variability(runs: pd.DataFrame, # rows of `run_grid` / results.csv of several trainings, with a `model_seed` column
-                        ) -> pd.DataFrame: # per cell: metric, n_trainings, mean, train_sd, mc_se, min, max, n_meet, target
-    "Per cell of the grid: the mean over trainings, the between-training s.d. and the Monte Carlo s.e. of one training."
-    need = set(CELL_COLS + ["model_seed", "MC", "MC_se", "CCC", "CCC_se", "n_sims", "n_test", "seed", "alpha", "delta"])
-    if missing := sorted(need - set(runs.columns)):
+# %% ../nbs/08g_reproduce.ipynb #8ac759ba
+def _training_cells(runs: pd.DataFrame, need: set):
+    "(cell, rows) per cell of `runs`, checked: columns `need`, one row per training, >= 2 trainings on the same draws."
+    if missing := sorted((set(CELL_COLS + ["model_seed", "n_sims", "n_test", "seed"]) | need) - set(runs.columns)):
         raise ValueError(f"`runs` lacks the columns {missing}; pass rows of `run_grid` run with `model_seed` "
                          "(pfwcp-experiments --model-seed), one results.csv per training concatenated.")
-    rows = []
     for cell, d in runs.groupby(CELL_COLS, sort=False):
         if d.model_seed.duplicated().any():
             raise ValueError(f"cell {cell}: model seed(s) {sorted(d.model_seed[d.model_seed.duplicated()].unique())} "
@@ -55,12 +52,46 @@ def training_variability(runs: pd.DataFrame, # rows of `run_grid` / results.csv 
             if d[col].nunique() != 1:
                 raise ValueError(f"cell {cell}: `{col}` differs between trainings ({sorted(d[col].unique())}); the "
                                  "trainings must be evaluated on the same calibration draws.")
+        yield cell, d
+
+# %% ../nbs/08g_reproduce.ipynb #8ab5e963
+def training_variability(runs: pd.DataFrame, # rows of `run_grid` / results.csv of several trainings, with a `model_seed` column
+                        ) -> pd.DataFrame: # per cell: metric, n_trainings, mean, train_sd, mc_se, min, max, n_meet, target
+    "Per cell of the grid: the mean over trainings, the between-training s.d. and the Monte Carlo s.e. of one training."
+    rows = []
+    for cell, d in _training_cells(runs, {"MC", "MC_se", "CCC", "CCC_se", "alpha", "delta"}):
         v, se, key = _cell_metric(d)
         target = 1 - (d.alpha.iloc[0] if key == "MC" else d.delta.iloc[0])
         rows.append(dict(zip(CELL_COLS, cell), metric=key, n_trainings=len(d), mean=v.mean(),
                          train_sd=v.std(ddof=1), mc_se=float(np.sqrt(np.mean(se ** 2))), min=v.min(), max=v.max(),
                          n_meet=int((v >= target - 1e-12).sum()), target=target, n_sims=int(d.n_sims.iloc[0]),
                          n_test=int(d.n_test.iloc[0])))
+    return pd.DataFrame(rows)
+
+# %% ../nbs/08g_reproduce.ipynb #114cb850
+SPREAD_COLUMNS = {"MC": "MC", "CCC": "CCC", "CMC": "CMC", "Eff": "Eff_finite", "inf_frac": "inf_frac"}   # metric: column
+
+def _sd(v: np.ndarray) -> tuple[int, float]:
+    v = v[np.isfinite(v)]
+    return len(v), float(v.std(ddof=1)) if len(v) >= 2 else np.nan
+
+def training_spread(runs: pd.DataFrame, # rows of several trainings, as for `training_variability`
+                   ) -> pd.DataFrame: # per cell and metric: versus ("" or another method), n_trainings, train_sd
+    """The between-training s.d. of every metric that `report.paper_table`'s verdicts read, per cell of the grid, and of
+    the difference between two methods of the same training (`versus`: the other method)."""
+    rows, wide = [], {}
+    for cell, d in _training_cells(runs, set(SPREAD_COLUMNS.values())):
+        for m, c in SPREAD_COLUMNS.items():
+            n, sd = _sd(d[c].to_numpy(float))
+            rows.append(dict(zip(CELL_COLS, cell), metric=m, versus="", n_trainings=n, train_sd=sd))
+            wide.setdefault(cell[:4] + (m,), {})[cell[4]] = d.set_index("model_seed")[c]
+    for key, per in wide.items():
+        ms = sorted(per)
+        for i, a in enumerate(ms):
+            for b in ms[i + 1:]:
+                n, sd = _sd((per[a] - per[b]).to_numpy(float))       # aligned on the model seed
+                if n >= 2:
+                    rows.append(dict(zip(CELL_COLS, key[:4] + (a,)), metric=key[4], versus=b, n_trainings=n, train_sd=sd))
     return pd.DataFrame(rows)
 
 # %% ../nbs/08g_reproduce.ipynb #51c03908
@@ -132,6 +163,7 @@ def check_reproduction(results, # a stored results.csv (path) or its DataFrame
                        z_max: float = 3.0, # |z| above this fails the cell
                        cache_dir=None, # None: a fresh temporary cache (models trained from scratch)
                        data_dir=None, jobs: int = 1, progress: bool = False,
+                       log_every: float | None = None, # progress lines on stderr (`runner.run_grid`), and one per dataset
                       ) -> pd.DataFrame: # per cell: stored, stored_se, new, new_se, train_sd, u, z, ok
     "Re-run `cells` with the settings of their stored rows and compare: z-scores counting Monte Carlo and training."
     stored = pd.read_csv(results) if isinstance(results, (str, Path)) else results
@@ -147,12 +179,15 @@ def check_reproduction(results, # a stored results.csv (path) or its DataFrame
         n = int(st["n_sims"]) if n_sims is None else int(n_sims)
         if n > int(st["n_sims"]):
             raise ValueError(f"n_sims={n}: the stored run of {ds!r} has {int(st['n_sims'])} draws; use at most that.")
+        if log_every is not None:
+            print(f"re-running {ds}: {len(mine)} cell(s), {n} draws, models trained from scratch", file=sys.stderr,
+                  flush=True)
         df = run_grid([ds], sorted({m for _, m, _ in mine}), sorted({g for _, _, g in mine}),
                       heterogeneity=heterogeneity, weights=weights, n_sims=n, n_test=int(st["n_test"]),
                       alpha=float(st["alpha"]), delta=st["delta"], seed=int(st["seed"]),
                       n_cal_test=None if int(st["n_cal_test"]) == 100 else int(st["n_cal_test"]),
                       train_kw=st["train_kw"], ratio_model=st["ratio_model"], model_seed=st["model_seed"],
-                      data_dir=data_dir, cache_dir=cache_dir, jobs=jobs, progress=progress)
+                      data_dir=data_dir, cache_dir=cache_dir, jobs=jobs, progress=progress, log_every=log_every)
         for _, m, g in mine:
             label = m + ("-oracle" if weights == "oracle" else "")
             key = METRIC_OF[g]
@@ -229,8 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     "Entry point of `pfwcp-reproduce`: exit status 0 (reproduced), 1 (a cell outside --z-max), 2 (usage)."
     p, a = _parse(argv)
     try:
+        tty = sys.stderr.isatty()            # bars on a terminal, lines in a log (at least one a minute)
         res = check_reproduction(a.results, a.cells, variability=a.variability, heterogeneity=a.heterogeneity,
-                                 weights=a.weights, n_sims=a.n_sims, z_max=a.z_max, data_dir=a.data_dir, jobs=a.jobs)
+                                 weights=a.weights, n_sims=a.n_sims, z_max=a.z_max, data_dir=a.data_dir, jobs=a.jobs,
+                                 progress=tty, log_every=None if tty else LOG_EVERY)
     except ValueError as e:
         p.error(str(e))
     pct = lambda x: f"{100 * x:.2f}"

@@ -13,6 +13,7 @@ import os
 import pickle
 import platform
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -47,7 +48,8 @@ from .density_ratio import RATIO_MODELS, oracle_density_ratios
 from .metrics import GUARANTEES, coverage_metrics, evaluate_thresholds
 from .pipeline import (DEFAULT_TRAIN_KW, TrainedSetup, draw_seed, frozen_localizer, pool_localizer_samples,
                        sample_draw, train_setup, training_seed, with_ratio_model)
-from .report import figure1_star, paper_table, plot_figure1, write_outputs
+from .report import (figure1_star, load_training_spread, paper_table, plot_figure1, verdict_legend,
+                             write_outputs)
 
 try:                          # the optional extra: only `--backend ray` needs it; without it that backend says
     import ray                #   'pip install "pfwcp_nb[flower]"' (`_parse`, `_execute_ray`)
@@ -56,9 +58,9 @@ except ImportError:
 from ._validate import ENGINES, check_engine_name, add_param_docs
 
 # %% auto #0
-__all__ = ['WEIGHT_KINDS', 'METHOD_OPTIONS', 'TRAIN_KW_KEYS', 'DEMO_TRAIN_KW', 'check_method_kw', 'ensure_setup', 'run_chunk',
-           'default_methods', 'run_grid', 'collect_results', 'run_experiment', 'cli_train_kw', 'cli_ray_address',
-           'cli_exclude_cell', 'cli_gamma', 'provenance', 'main', 'cli_run']
+__all__ = ['WEIGHT_KINDS', 'METHOD_OPTIONS', 'TRAIN_KW_KEYS', 'LOG_EVERY', 'DEMO_TRAIN_KW', 'check_method_kw', 'ensure_setup',
+           'run_chunk', 'default_methods', 'run_grid', 'Progress', 'collect_results', 'run_experiment', 'cli_train_kw',
+           'cli_ray_address', 'cli_exclude_cell', 'cli_gamma', 'provenance', 'main', 'cli_run']
 
 # %% ../nbs/08f_runner.ipynb #0d4117ed
 WEIGHT_KINDS = ("estimated", "oracle")
@@ -148,7 +150,7 @@ def _loc_pool(cfg: RunConfig, cache: ResultCache, setup: TrainedSetup, fed):
 def _evaluate_cell(r: dict, i: int, s: int, cell: tuple, draw, cfg: RunConfig):
     "Run cell (method, guarantee, weights) on draw `s` and store its row `i` in the chunk record `r`."
     method, g, _ = cell
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         with warnings.catch_warnings(record=True) as caught:      # counted per cell, not printed per draw
             warnings.simplefilter("always")
@@ -169,6 +171,7 @@ def _evaluate_cell(r: dict, i: int, s: int, cell: tuple, draw, cfg: RunConfig):
         return
     finally:
         r["seconds"] += time.perf_counter() - t0
+        r["cpu_seconds"] += time.process_time() - c0
     r["coverage"][i], r["size"][i], r["inf_count"][i] = cov, size, n_inf
     if n_inf:                                  # mean size over the finite sets of this draw
         fin = np.isfinite(np.asarray(thr, dtype=float))
@@ -193,26 +196,27 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
     kinds = tuple(sorted({w for _, _, w in cells}))
     n = stop - start
     res = {c: dict(coverage=np.full(n, np.nan), size=np.full(n, np.nan), size_finite=np.full(n, np.nan),
-                   inf_count=np.zeros(n, dtype=np.int64), seconds=0.0, errors=[], n_warned=0, warnings=[],
+                   inf_count=np.zeros(n, dtype=np.int64), seconds=0.0, cpu_seconds=0.0, errors=[], n_warned=0, warnings=[],
                    n_flagged=0, flagged=np.zeros(n, dtype=bool))
            for c in cells}
     loc_pool, loc_frozen = _loc_pool(cfg, cache, setup, fed) if need_loc else (None, None)
     need_own = any(cfg.options(m).get("gamma") == "auto" or cfg.options(m).get("check") for m, _, _ in cells)
-    t_draw = 0.0
+    t_draw = c_draw = 0.0
     oracle = None
     if "oracle" in kinds:
         oracle = oracle_density_ratios(fed)
     for i, s in enumerate(tqdm(range(start, stop), desc=f"{cfg.dataset} draws {start}-{stop}", leave=False,
                                disable=not progress)):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         draws = sample_draw(setup, fed, s, n_cal=cfg.n_cal, n_cal_test=cfg.n_cal_test, n_test=cfg.n_test,
                             weights=kinds, oracle=oracle, localize=need_loc, loc_pool=loc_pool, loc_frozen=loc_frozen,
                             own_weights=need_own)
-        t_draw += time.perf_counter() - t0
+        t_draw, c_draw = t_draw + time.perf_counter() - t0, c_draw + time.process_time() - c0
         for c in cells:
             _evaluate_cell(res[c], i, s, c, draws[c[2]], cfg)
     for c, r in res.items():
-        meta = dict(seconds=r["seconds"], draw_seconds=t_draw, errors=r["errors"], n_warned=r["n_warned"],
+        meta = dict(seconds=r["seconds"], draw_seconds=t_draw, cpu_seconds=r["cpu_seconds"], draw_cpu_seconds=c_draw,
+                    errors=r["errors"], n_warned=r["n_warned"],
                     warnings=r["warnings"], n_flagged=r["n_flagged"])
         atomic_save_npz(cache.chunk_path(cfg, *c, start, stop), coverage=r["coverage"], size=r["size"],
                          size_finite=r["size_finite"], inf_count=r["inf_count"], flagged=r["flagged"],
@@ -236,6 +240,8 @@ def _merge_cell(cfg: RunConfig, cache: ResultCache, cell, chunks) -> Path:
                 train_kw=json.loads(cfg.train_kw), ratio_model=cfg.ratio_model,
                 seconds=float(sum(p["meta"]["seconds"] for p in parts)),
                 draw_seconds=float(sum(p["meta"]["draw_seconds"] for p in parts)),
+                **{k: float(sum(p["meta"].get(k, np.nan) for p in parts))      # NaN: chunks written before
+                   for k in ("cpu_seconds", "draw_cpu_seconds")},                #   CPU time was recorded
                 errors=[e for p in parts for e in p["meta"]["errors"]][:10],
                 n_errors=int(sum(np.isnan(p["coverage"]).sum() for p in parts)),
                 n_warned=int(sum(p["meta"]["n_warned"] for p in parts)),
@@ -342,7 +348,8 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
              ratio_model: str = "paper", # density-ratio models: "paper" (S3's) or "select" (`density_ratio.fit_selected_ratios`)
              model_seed: int = 0, # another training of the same data and draws (`pipeline.training_seed`; 0: the stored grids)
              method_kw: dict | None = None, # PFWCP's options (`METHOD_OPTIONS`): select, gamma (number or "auto"), check
-             progress: bool = True,
+             progress: bool = True, # progress bars (a terminal)
+             log_every: float | None = None, # without bars: progress lines on stderr, at least every this many s
             ) -> pd.DataFrame: # one row per (dataset, heterogeneity, weights, guarantee, method)
     """Run (or resume) the experiment grid and return the metrics of every cell; per-draw arrays in `.attrs['draws']`,
     `.attrs['cache']`: "cold" when nothing (models, cells, chunks) was reused from the cache, else "warm"."""
@@ -353,6 +360,8 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
     alpha, delta = _check_grid_args(alpha, delta, dict(n_sims=n_sims, n_test=n_test, jobs=jobs, chunk_size=chunk_size,
                                    K=K, n_train=n_train, n_cal=n_cal), n_cal_test, engine, backend, address, device)
     training_seed(int(seed), model_seed)                   # ValueError on a bad `model_seed`
+    if log_every is not None and not (isinstance(log_every, (int, float)) and log_every > 0):
+        raise ValueError(f"`log_every` must be a number of seconds > 0 or None, got {log_every!r}.")
     meths = {w: (default_methods(w) if methods is None else list(methods)) for w in wkinds}
     for w in wkinds:
         for m in meths[w]:
@@ -373,9 +382,9 @@ def run_grid(datasets: Sequence[str] | str | None = None, # datasets (default: t
         work = _pending_work(cache, plan, chunks)
         warm = any(_reuses(cache, cfg, cells) for cfg, cells in plan)
         if backend == "ray":
-            _execute_ray(work, cache, data_dir, address, jobs, progress)
+            _execute_ray(work, cache, data_dir, address, jobs, progress, log_every)
         else:
-            _execute(work, cache, data_dir, jobs, progress)
+            _execute(work, cache, data_dir, jobs, progress, log_every)
         for cfg, cells in plan:
             for c in cells:
                 if not cache.cell_path(cfg, *c).exists():
@@ -398,20 +407,71 @@ def _train_only(cfg: RunConfig, cache_root, data_dir, need_localizer: bool) -> s
     ensure_setup(cfg, ResultCache(cache_root), data_dir=data_dir, need_localizer=need_localizer, progress=False)
     return cfg.setup_key()
 
+# %% ../nbs/08f_runner.ipynb #409aeb9d
+def _clock(s: float) -> str:
+    return f"{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}"
+
+class Progress:
+    "Chunks done: a tqdm bar (`bar`), or lines on stderr for a log: stages, every N-th chunk, a heartbeat every `every` s."
+    def __init__(self, total: int, bar: bool = False, every: float | None = None, stream=None):
+        self.total, self.done, self.every, self.t0, self.last = total, 0, every, time.time(), time.time()
+        self.what, self.stream, self.step = "starting", stream or sys.stderr, max(1, total // 20)
+        self.bar = tqdm(total=total, desc="chunks") if bar else None
+        self._lock, self._stop = threading.Lock(), threading.Event()
+        if every is not None and not bar:
+            threading.Thread(target=self._heartbeat, daemon=True).start()
+    def _line(self, text: str):
+        with self._lock:
+            self.last = time.time()
+            print(f"[{_clock(self.last - self.t0)}] {text}", file=self.stream, flush=True)
+    def _eta(self) -> str:
+        if not self.done:
+            return "no estimate before the first chunk"
+        left = (time.time() - self.t0) / self.done * (self.total - self.done)
+        return f"~{_clock(left)} left at the rate so far"
+    def stage(self, text: str):
+        "Say what starts or ends (a tqdm line above the bar on a terminal)."
+        self.what = text
+        if self.bar is not None:
+            self.bar.write(text)
+        elif self.every is not None:
+            self._line(text)
+    def update(self, n: int = 1):
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+        elif self.every is not None and (self.done % self.step == 0 or self.done == self.total):
+            self._line(f"{self.done}/{self.total} chunks done; {self._eta()}")
+    def _heartbeat(self):
+        while not self._stop.wait(min(5.0, self.every)):
+            if time.time() - self.last >= self.every:
+                self._line(f"running: {self.what}; {self.done}/{self.total} chunks done; {self._eta()}")
+    def close(self):
+        self._stop.set()
+        if self.bar is not None:
+            self.bar.close()
+
 # %% ../nbs/08f_runner.ipynb #a19c0a60
-def _execute(work, cache: ResultCache, data_dir, jobs: int, progress: bool):
+def _models(cfg: RunConfig, cache: ResultCache, where: str = "") -> str:
+    "The stage line of a dataset's models: loaded from the cache or trained."
+    return (f"models of {cfg.dataset} ({cfg.heterogeneity}): " +
+            ("from the cache" if cache.setup_path(cfg).exists() else f"training{where}"))
+
+def _execute(work, cache: ResultCache, data_dir, jobs: int, progress: bool, log_every: float | None = None):
     """Train every dataset's models, then run its chunks. With `jobs` > 1 the trainings run in the worker pool
     too, and a dataset's chunks are submitted as soon as its models are trained (pipelined)."""
     if not work:
         return
-    bar = tqdm(total=sum(len(t) for _, _, t in work), desc="chunks", disable=not progress)
+    bar = Progress(sum(len(t) for _, _, t in work), bar=progress, every=log_every)
     if jobs == 1:                          # one thread, as in the workers: the same numbers as with --jobs > 1
         old = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
             with threadpool_limits(1):
                 for cfg, need_loc, todo in work:
+                    bar.stage(_models(cfg, cache))
                     ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=need_loc, progress=progress)
+                    bar.stage(f"{cfg.dataset} ({cfg.heterogeneity}): models ready, {len(todo)} chunks of draws")
                     for cells, a, b in todo:
                         run_chunk(cfg, cells, a, b, cache.root, data_dir, progress=progress)
                         bar.update()
@@ -430,6 +490,7 @@ def _execute(work, cache: ResultCache, data_dir, jobs: int, progress: bool):
                     f = ex.submit(run_chunk, cfg, cells, a, b, cache.root, data_dir, False)
                     pending.add(f); kind[f] = None
             for cfg, need_loc, todo in work:
+                bar.stage(_models(cfg, cache, " in a worker"))
                 f = ex.submit(_train_only, cfg, cache.root, data_dir, need_loc)
                 pending.add(f); kind[f] = (cfg, todo)
             try:
@@ -441,6 +502,8 @@ def _execute(work, cache: ResultCache, data_dir, jobs: int, progress: bool):
                         if kind[f] is None:
                             bar.update()
                         else:
+                            bar.stage(f"{kind[f][0].dataset} ({kind[f][0].heterogeneity}): models ready, "
+                                      f"{len(kind[f][1])} chunks of draws submitted")
                             submit_chunks(*kind[f])
             except BaseException:                        # interrupted: stop the workers now; finished chunks are on disk
                 for f in pending:
@@ -478,14 +541,17 @@ def collect_results(cache: ResultCache, plan, alpha: float = 0.1) -> pd.DataFram
             rows.append(dict(dataset=cfg.dataset, heterogeneity=cfg.heterogeneity, weights=c[2], guarantee=c[1],
                              method=method_label(c[0], c[2]), **met, n_errors=meta["n_errors"],
                              n_warned=meta["n_warned"], n_flagged=meta["n_flagged"], options=json.dumps(cfg.options(c[0]), sort_keys=True),
-                             seconds=meta["seconds"], draw_seconds=meta["draw_seconds"], n_test=cfg.n_test,
+                             seconds=meta["seconds"], draw_seconds=meta["draw_seconds"],
+                             cpu_seconds=meta.get("cpu_seconds", np.nan),         # NaN: a cell written before
+                             draw_cpu_seconds=meta.get("draw_cpu_seconds", np.nan),  #   CPU time was recorded
+                             n_test=cfg.n_test,
                              n_cal_test=cfg.n_cal if cfg.n_cal_test is None else cfg.n_cal_test,
                              alpha=cfg.alpha, delta=cfg.delta if c[1] == "ccc" else np.nan, seed=cfg.seed,
                              model_seed=cfg.model_seed, train_kw=cfg.train_kw, ratio_model=cfg.ratio_model))
             draws[(cfg.dataset, cfg.heterogeneity, c[2], c[1], method_label(c[0], c[2]))] = dict(
                 coverage=z["coverage"], size=z["size"], size_finite=z["size_finite"], flagged=z["flagged"])
     cols = ["dataset", "heterogeneity", "weights", "guarantee", "method", "MC", "MC_se", "CCC", "CCC_se", "CMC",
-            "CMC_se", "Eff", "Eff_se", "inf_frac", "Eff_finite", "n_sims", "n_errors", "n_warned", "n_flagged", "options", "seconds", "draw_seconds", "n_test",
+            "CMC_se", "Eff", "Eff_se", "inf_frac", "inf_frac_se", "Eff_finite", "n_sims", "n_errors", "n_warned", "n_flagged", "options", "seconds", "draw_seconds", "cpu_seconds", "draw_cpu_seconds", "n_test",
             "n_cal_test", "alpha", "delta", "seed", "model_seed", "train_kw", "ratio_model"]
     df = pd.DataFrame(rows, columns=cols)
     df.attrs["draws"] = draws
@@ -542,7 +608,8 @@ def _ray_chunk(cfg: RunConfig, cells, start: int, stop: int, setup: TrainedSetup
                 _MEMO[pool] = _MEMO.pop(("locpool", root, key))
 
 # %% ../nbs/08f_runner.ipynb #d7126bf2
-def _execute_ray(work, cache: ResultCache, data_dir, address: str | None, jobs: int, progress: bool):
+def _execute_ray(work, cache: ResultCache, data_dir, address: str | None, jobs: int, progress: bool,
+                 log_every: float | None = None):
     "`_execute` with Ray tasks; the driver writes the models and chunk files into `cache`."
     if ray is None:
         raise ImportError('backend="ray" needs Ray, which comes with the flower extra: pip install "pfwcp_nb[flower]"')
@@ -555,7 +622,7 @@ def _execute_ray(work, cache: ResultCache, data_dir, address: str | None, jobs: 
         ray.init(address=address, include_dashboard=False, log_to_driver=False, runtime_env=env,
                  **({"num_cpus": jobs} if address is None else {}))
     train, chunk = ray.remote(_ray_train), ray.remote(_ray_chunk)
-    bar = tqdm(total=sum(len(t) for _, _, t in work), desc="chunks", disable=not progress)
+    bar = Progress(sum(len(t) for _, _, t in work), bar=progress, every=log_every)
     kind, refs = {}, []
     try:
         for cfg, need_loc, todo in work:
@@ -563,6 +630,7 @@ def _execute_ray(work, cache: ResultCache, data_dir, address: str | None, jobs: 
             if st is not None and not _missing_parts(st, need_loc):
                 kind[ref := ray.put(st)] = ("trained", cfg, todo, False)
             else:
+                bar.stage(_models(cfg, cache, " in a Ray task"))
                 kind[ref := train.remote(cfg, data_dir, need_loc, st)] = ("trained", cfg, todo, True)
             refs.append(ref)
         while refs:
@@ -572,6 +640,7 @@ def _execute_ray(work, cache: ResultCache, data_dir, address: str | None, jobs: 
                 _, cfg, todo, fresh = what
                 if fresh:
                     atomic_pickle(cache.setup_path(cfg), ray.get(done[0]))
+                bar.stage(f"{cfg.dataset} ({cfg.heterogeneity}): models ready, {len(todo)} chunks of draws submitted")
                 for cells, a, b in todo:
                     r = chunk.remote(cfg, cells, a, b, done[0], data_dir)
                     kind[r] = ("chunk", cfg, a, b); refs.append(r)
@@ -711,7 +780,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--figure1", action="store_true", help="also compute Figure 1 on star (1000 x 1000 draws)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.add_argument("--no-progress", action="store_true",
-                   help="no progress bars (they are shown only when stderr is a terminal anyway)")
+                   help="no progress output: without it, bars when stderr is a terminal, else a line per stage and "
+                        "at least one a minute (elapsed time, estimate)")
     return p
 
 # %% ../nbs/08f_runner.ipynb #4912114a
@@ -776,26 +846,46 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
+# %% ../nbs/08f_runner.ipynb #883b28a8
+def _paper_configuration(a: argparse.Namespace) -> bool:
+    "Whether a run's cells are those whose spread over trainings the packaged `training_spread.csv` measured."
+    return (a.select == "paper" and a.gamma == 1.0 and not a.check and a.ratio_model == "paper" and a.train_kw is None
+            and a.n_cal_test is None and a.alpha == 0.1 and a.delta == 0.1 and a.seed == 0 and a.engine == "exact")
+
+# %% ../nbs/08f_runner.ipynb #11c71673
+LOG_EVERY = 60.0   # seconds: without a terminal, `pfwcp-experiments` prints a progress line at least this often
+
+def _cpu_seconds() -> float:
+    "User + system CPU seconds of this process and of its ended child processes (worker pools)."
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
 # %% ../nbs/08f_runner.ipynb #0661024c
 def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
     "`pfwcp-experiments` as a function: parse `argv`, run, write the outputs, return the results DataFrame."
     args = _parse(argv)
-    progress = not args.no_progress and sys.stderr.isatty()     # no bars in logs and pipes
+    progress = not args.no_progress and sys.stderr.isatty()     # bars on a terminal,
+    log_every = None if args.no_progress or progress else LOG_EVERY   # lines in logs and pipes
     out = Path(args.out)
     cache = Path(args.cache) if args.cache else out / "cache"
     command = "pfwcp-experiments " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     if threading.current_thread() is threading.main_thread():   # `kill PID` stops the run like Ctrl-C (workers too)
         signal.signal(signal.SIGTERM, _raise_interrupt)
-    t0 = time.time()
+    t0, cpu0, load0 = time.time(), _cpu_seconds(), os.getloadavg()[0]
     df = run_grid(args.datasets, args.methods, args.guarantee, heterogeneity=args.heterogeneity, weights=args.weights,
                   n_sims=args.n_sims, n_test=args.n_test, alpha=args.alpha, delta=args.delta, seed=args.seed,
                   engine=args.engine, train_kw=args.train_kw, data_dir=args.data_dir, cache_dir=cache, jobs=args.jobs,
-                  chunk_size=args.chunk_size, exclude=args.exclude, progress=progress, n_cal_test=args.n_cal_test, ratio_model=args.ratio_model,
+                  chunk_size=args.chunk_size, exclude=args.exclude, progress=progress, log_every=log_every,
+                  n_cal_test=args.n_cal_test, ratio_model=args.ratio_model,
                   backend=args.backend, address=None if args.address == "local" else args.address, device=args.device,
                   model_seed=args.model_seed,
                   method_kw=dict(select=args.select, gamma=args.gamma, check=args.check))
-    wall = time.time() - t0
-    paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command)
+    wall, cpu = time.time() - t0, _cpu_seconds() - cpu0
+    if log_every is not None:
+        print(f"[{_clock(wall)}] writing the tables, CSV and figures to {out}", file=sys.stderr, flush=True)
+    spread = load_training_spread() if _paper_configuration(args) else None
+    paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command,
+                          spread=spread)
     if args.figure1:
         res = figure1_star(alpha=args.alpha, seed=args.seed, data_dir=args.data_dir, progress=progress)
         np.savez(out / "figure1_star.npz", **res)
@@ -804,16 +894,21 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
         ax.figure.savefig(out / "figures" / "figure1_star.png", dpi=120); plt.close(ax.figure)
         paths += [out / "figure1_star.npz", out / "figures" / "figure1_star.png"]
     with open(out / "runs.jsonl", "a") as f:
-        f.write(json.dumps(dict(command=command, wall_seconds=round(wall, 1), started=time.strftime(
+        f.write(json.dumps(dict(command=command, wall_seconds=round(wall, 1), cpu_seconds=round(cpu, 1),
+            load_average=[round(load0, 2), round(os.getloadavg()[0], 2)], started=time.strftime(
             "%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)), cells=len(df),
             cache=df.attrs["cache"], method_seconds=round(float(df.seconds.sum()), 1),
             model_seed=args.model_seed, **provenance(args.jobs))) + "\n")
+    paths.append(out / "runs.jsonl")
     for g in args.guarantee:
         for het in args.heterogeneity:
             d = df[(df.guarantee == g) & (df.heterogeneity == het)]
             if not d.empty:
-                print(f"\n{g.upper()}, {het} heterogeneity\n\n" + paper_table(d, g, alpha=args.alpha, delta=args.delta))
-    print(f"\nwall time {wall:.1f} s; wrote {len(paths)} files to {out}")
+                print(f"\n{g.upper()}, {het} heterogeneity\n\n" + paper_table(d, g, alpha=args.alpha, delta=args.delta,
+                                                                              spread=spread))
+    print("\n" + verdict_legend(spread))
+    print(f"\nwall time {wall:.1f} s, CPU time {cpu:.1f} s (this process and its workers; load average "
+          f"{load0:.2f} at the start); wrote {len(set(paths))} files to {out}")
     return df
 
 if __name__ == "__main__" and "__file__" in globals():   # `python -m pfwcp_nb.runner` (not in the notebook)

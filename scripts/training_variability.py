@@ -4,8 +4,9 @@ all_runs.csv (every training's rows), variability.csv (`reproduce.training_varia
 compare_<mc|ccc>_severe_with_training.<csv|md> (`report.compare_with_paper(..., variability=)`), and summary.md
 (PFWCP per dataset; the comparisons whose verdict changes; machines/drift.csv when present), and, from the runs'
 recommended/ subfolders (PFWCP with --select finite-first --gamma auto on the same trainings and draws, issue 17),
-variability_recommended.csv and its section of summary.md.
-Usage: python scripts/training_variability.py OUT [--stored results/severe/results.csv]"""
+variability_recommended.csv and its section of summary.md; and the spread of every metric that the tables' verdicts
+read (`reproduce.training_spread`), to pfwcp_nb/training_spread.csv, which ships with the package.
+Usage: python scripts/training_variability.py OUT [--stored results/severe/results.csv] [--spread pfwcp_nb/training_spread.csv]"""
 import argparse
 import sys
 from pathlib import Path
@@ -15,13 +16,15 @@ import pandas as pd
 
 from pfwcp_nb.report import (PAPER_DATASET_ORDER, comparison_markdown, compare_with_paper, variability_table,
                              verdict_changes)
-from pfwcp_nb.reproduce import training_variability
+from pfwcp_nb.reproduce import training_spread, training_variability
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", help="the folder holding runs/<datasets>/model_seed_<m>/results.csv")
     p.add_argument("--stored", default="results/severe/results.csv", help="the grid whose paper comparison to redo")
+    p.add_argument("--spread", default="pfwcp_nb/training_spread.csv",
+                   help="where to write the spread of every metric (the package's copy, read by the tables)")
     a = p.parse_args()
     out = Path(a.out)
     files = sorted(out.glob("runs/*/model_seed_*/results.csv"))
@@ -33,6 +36,7 @@ def main():
     runs = runs[runs.dataset.isin(n[n >= 2].index)]          # datasets with at least two trainings so far
     tv = training_variability(runs)
     tv.to_csv(out / "variability.csv", index=False)
+    training_spread(runs).to_csv(a.spread, index=False, float_format="%.6g")
     cmd = "\n\nProduced by: `python scripts/training_variability.py " + " ".join(sys.argv[1:]) + "`\n"
     for g in ("mc", "ccc"):
         if (tv.guarantee == g).any():

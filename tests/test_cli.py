@@ -97,7 +97,11 @@ def test_experiments_success_exits_0_without_progress_bar(tmp_path):
     r = _run("pfwcp-experiments", args, tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "MC, severe heterogeneity" in r.stdout and "Traceback" not in r.stderr
-    assert "chunks" not in r.stderr and "it/s" not in r.stderr    # no progress bars in a pipe
+    assert "%|" not in r.stderr and "it/s" not in r.stderr        # no progress bars in a pipe, lines instead
+    assert "1/1 chunks done" in r.stderr and "writing the tables" in r.stderr, r.stderr[-2000:]
+    # "wrote N files" counts every file the run wrote (runs.jsonl too), the cache aside
+    written = [f for f in (tmp_path / "out").rglob("*") if f.is_file() and "cache" not in f.relative_to(tmp_path / "out").parts]
+    assert f"wrote {len(written)} files" in r.stdout, (r.stdout[-300:], sorted(map(str, written)))
     res = pd.read_csv(tmp_path / "out" / "results.csv")
     assert sorted(res.method) == ["CP", "FCP"] and (res.n_sims == 2).all() and (res.n_cal_test == 100).all()
     # the same command again: everything comes from the cache; runs.jsonl says which run reused it
@@ -105,6 +109,33 @@ def test_experiments_success_exits_0_without_progress_bar(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     runs = [json.loads(line) for line in (tmp_path / "out" / "runs.jsonl").read_text().splitlines()]
     assert [x["cache"] for x in runs] == ["cold", "warm"]
+    # each run names its machine and separates wall from CPU time, with the load it ran under
+    for x in runs:
+        assert x["cpu"] and x["blas"] is not None and x["versions"]["torch"] and x["cpus"] >= 1
+        assert x["cpu_seconds"] >= 0 and x["wall_seconds"] >= 0 and len(x["load_average"]) == 2
+    assert runs[0]["cpu_seconds"] > 0 and runs[0]["wall_seconds"] > 0      # the cold run trained and evaluated
+    assert {"cpu_seconds", "draw_cpu_seconds"} <= set(res.columns) and (res.cpu_seconds > 0).all()
+
+
+def test_experiments_log_shows_training_in_workers(tmp_path):
+    "With --jobs 2 and stderr a pipe (a log, nohup): a line when each dataset's models start training in a worker and when they are ready, lines per chunks with an estimate, none of tqdm's bars."
+    kw = json.dumps({"predictor": {"epochs": 5}, "ratios": {"epochs": 5}})
+    r = _run("pfwcp-experiments", ["--datasets", "gaussian", "poisson", "--methods", "CP", "--guarantee", "mc",
+                                   "--n-sims", "4", "--n-test", "20", "--chunk-size", "2", "--train-kw", kw,
+                                   "--jobs", "2", "--out", "out", "--no-figures"], tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    err = r.stderr
+    for ds in ("gaussian", "poisson"):
+        assert f"models of {ds} (severe): training in a worker" in err, err[-2000:]
+        assert f"{ds} (severe): models ready, 2 chunks of draws submitted" in err, err[-2000:]
+    assert "4/4 chunks done; ~0:00:00 left at the rate so far" in err and "%|" not in err, err[-2000:]
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert all(l.startswith("[") for l in lines), lines         # every line says the elapsed time
+    # --no-progress: silence
+    r = _run("pfwcp-experiments", ["--datasets", "gaussian", "--methods", "CP", "--guarantee", "mc", "--n-sims", "4",
+                                   "--n-test", "20", "--train-kw", kw, "--out", "out", "--no-figures", "--no-progress"],
+             tmp_path, timeout=300)
+    assert r.returncode == 0 and r.stderr == "", r.stderr[-2000:]
 
 
 def test_experiments_n_cal_test_column(tmp_path):

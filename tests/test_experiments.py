@@ -3,7 +3,10 @@ own markers and boldface, seeded integration runs of every method (gaussian and 
 resumption after an interrupt."""
 import dataclasses
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +16,8 @@ import pytest
 from pfwcp_nb import metrics, pipeline, report, runner
 from pfwcp_nb import cache as cache_mod
 from pfwcp_nb.cache import CACHE_SCHEMA, ResultCache, RunConfig, _stable_hash, load_cell
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # ---------------------------------------------------------------- metrics
 
@@ -99,10 +104,14 @@ def _paper_df(g):
         for ds, v in row.items():
             rows.append(dict(dataset=ds, heterogeneity="severe", weights="estimated", guarantee=g, method=m,
                              **{key: v / 100, "CMC": report.PAPER_TABLES[g]["CMC"][m][ds] / 100,
-                                "Eff": report.PAPER_TABLES[g]["Eff"][m][ds]}))
+                                "Eff": report.PAPER_TABLES[g]["Eff"][m][ds]},
+                             # the paper gives no standard errors and no infinite sets: 0
+                             **{key + "_se": 0.0, "CMC_se": 0.0, "Eff_se": 0.0, "inf_frac": 0.0, "inf_frac_se": 0.0},
+                             **{k: np.nan for k in ({"MC", "CCC"} - {key}) for k in (k, k + "_se")},
+                             n_sims=500, n_test=500))
     return pd.DataFrame(rows)
 
-def _bold_cells(md: str, g: str):
+def _bold_cells(md: str, g: str, mark: str = "**"):
     lines = [l for l in md.splitlines() if l.startswith("|")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     out, block = set(), None
@@ -111,18 +120,19 @@ def _bold_cells(md: str, g: str):
         if cells[0]:
             block = re.sub(r"[*]|\s*\(%\)", "", cells[0])
         for ds, c in zip(header[2:], cells[2:]):
-            if "**" in c:
+            if (c.count("*") == 4) == (mark == "**") and mark in c:
                 out.add((g, block, ds, cells[1]))
     return out
 
 @pytest.mark.parametrize("g", ["mc", "ccc"])
 def test_paper_table_reproduces_paper_markers_and_bold(g):
-    md = report.paper_table(_paper_df(g), g)
+    md = report.paper_table(_paper_df(g), g, z=0)          # the point values' verdicts: the paper's reading
     ours = _bold_cells(md, g)
     paper = {b for b in PAPER_BOLD if b[0] == g}
     # the paper's one tie after rounding (Table 3, Eff, Gaussian: four green methods at 0.05) is bolded as a tie here
     tie = {("ccc", "Eff", "gaussian", m) for m in ("FCP-QQ", "FWCP-QQ", "PFWCP")}
     assert ours - tie == paper
+    assert not _bold_cells(md, g, "*")                    # no italic: with no uncertainty nothing is undecided
     # colours: CP is yellow on all nine datasets in both tables; PFWCP is yellow on crime in Table 3 only
     lines = md.splitlines()
     header = [c.strip() for c in lines[0].strip("|").split("|")]
@@ -248,8 +258,8 @@ def test_resume_recomputes_only_the_deleted_cell(cache_dir, gaussian_run, monkey
     df = runner.run_grid(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
     assert n_fcp["n"] == SMALL["n_sims"] and n_cp["n"] == 0     # one cell x all draws; nothing else recomputed
     assert victim.exists()
-    pd.testing.assert_frame_equal(df.drop(columns=["seconds", "draw_seconds"]),
-                                  gaussian_run.drop(columns=["seconds", "draw_seconds"]))
+    pd.testing.assert_frame_equal(df.drop(columns=["seconds", "draw_seconds", "cpu_seconds", "draw_cpu_seconds"]),
+                                  gaussian_run.drop(columns=["seconds", "draw_seconds", "cpu_seconds", "draw_cpu_seconds"]))
 
 def test_resume_after_interrupt_gives_identical_results(cache_dir, gaussian_run, monkeypatch, tmp_path):
     # a fresh results cache sharing the trained models: copy the models folder
@@ -498,3 +508,66 @@ def test_unreadable_cached_models_name_the_cache_schema(tmp_path):
     with pytest.raises(ValueError, match="without a new CACHE_SCHEMA"):
         cache.load_setup(cfg)
     assert cache.load_setup(RunConfig("poisson")) is None               # no file: None, no warning
+
+
+MACHINE_FIELDS = ("cpu", "cpus", "blas", "torch_threads", "platform", "versions")
+
+
+def _machine_problems(rec: dict) -> list[str]:
+    "What a runs.jsonl record lacks to name its machine: all of MACHINE_FIELDS, or an honest 'not recorded' note."
+    if "machine" in rec:
+        m = rec["machine"]
+        ok = isinstance(m, dict) and m.get("recorded") is False and len(str(m.get("note", ""))) > 40
+        return [] if ok and "cpu" not in rec else ["a 'machine' annotation must be {recorded: false, note: ...} "
+                                                  "and only where the CPU was not recorded"]
+    bad = [k for k in MACHINE_FIELDS if not rec.get(k) and rec.get(k) != 0]
+    bad += [f"versions.{k}" for k in ("python", "numpy", "torch", "pfwcp_nb") if k not in rec.get("versions", {})]
+    return bad
+
+
+def test_every_stored_run_names_its_machine():
+    "Every runs.jsonl under results/ says which machine made it (CPU, BLAS, threads, versions), or that it is unknown."
+    files = sorted((ROOT / "results").rglob("runs.jsonl"))
+    assert len(files) > 20
+    bad = {}
+    for f in files:
+        for i, line in enumerate(l for l in f.read_text().splitlines() if l.strip()):
+            if problems := _machine_problems(json.loads(line)):
+                bad[f"{f.relative_to(ROOT)}:{i + 1}"] = problems
+    assert not bad, f"runs.jsonl records that do not name their machine: {bad}"
+
+
+def test_machine_check_can_fail():
+    rec = dict(cpu="AMD EPYC", cpus=2, blas=[{"api": "openblas"}], torch_threads=1, platform="Linux",
+               versions=dict(python="3.11", numpy="2", torch="2.13", pfwcp_nb="0.1"))
+    assert _machine_problems(rec) == [] and _machine_problems(runner.provenance(2) | {}) == []
+    assert _machine_problems({k: v for k, v in rec.items() if k != "cpu"}) == ["cpu"]
+    assert _machine_problems({"cpus": 2, "machine": {"recorded": False, "note": "short"}})
+    assert _machine_problems(rec | {"machine": {"recorded": False, "note": "x" * 50}})   # recorded and annotated
+
+
+def _flips(*args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    return subprocess.run([sys.executable, "scripts/verdict_flips.py", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_two_trainings_of_the_main_job_flip_no_decided_verdict():
+    "The main job and its rerun with --model-seed 1: verdicts printed as point values flip, decided ones do not."
+    r = _flips("results/main_job/results.csv", "results/main_job_model_seed_1/results.csv")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in r.stdout.splitlines()[2:]]
+    assert {row[1] for row in rows} == {"colour", "bold", "∞"}
+    assert all(row[4] == "0" for row in rows), r.stdout                         # no unmarked flip
+    assert sum(int(row[3]) for row in rows) > 0, r.stdout                      # point verdicts did flip
+    # without the spread over trainings (Monte Carlo only) some decided verdict does flip: the check can fail
+    r = _flips("results/main_job/results.csv", "results/main_job_model_seed_1/results.csv", "--no-spread")
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in r.stdout.splitlines()[2:]]
+    assert sum(int(row[4]) for row in rows) > 0, r.stdout
+
+
+@pytest.mark.parametrize("args", [[], ["results/main_job/results.csv"], ["--trainings", "nofile.csv"],
+                                  ["results/main_job/results.csv", "results/severe/results.csv", "--z", "0"]])
+def test_verdict_flips_bad_usage_exits_2(args):
+    r = _flips(*args)
+    assert r.returncode == 2 and "usage:" in r.stderr, (r.returncode, r.stderr[-500:])

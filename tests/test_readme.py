@@ -69,7 +69,7 @@ def test_readme_test_command_works_from_the_clone_root_with_or_without_data():
             out = subprocess.run(["bash", "-c", export[0] + ' && printf %s "$PFWCP_DATA_DIR"'], cwd=d, env=e,
                                  capture_output=True, text=True, check=True).stdout
             assert out == want, (given, out)
-    assert steps[-2:] == ['nbdev_test --n_workers 2 --timing --flags "$(pfwcp-data test-flags)"', "pytest tests -q"]
+    assert steps[-2:] == ['nbdev_test --n_workers 2 --timing --flags "$(pfwcp-data test-flags)"', "pytest tests -q -rs"]
 
 
 def test_ci_runs_the_readme_test_command_verbatim():

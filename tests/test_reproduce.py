@@ -40,6 +40,9 @@ def test_rerun_from_scratch_reproduces_and_prints_z(stored, tmp_path):
              tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "3 of 3 cells reproduced" in r.stdout and "gaussian:PFWCP:ccc" in r.stdout
+    # stderr is a pipe: no bars, but a line per dataset and per stage of the run (models, chunks)
+    assert "re-running gaussian: 3 cell(s), 3 draws" in r.stderr and "%|" not in r.stderr, r.stderr[-2000:]
+    assert "models of gaussian (severe): training" in r.stderr and "chunks done" in r.stderr, r.stderr[-2000:]
     z = pd.read_csv(tmp_path / "z.csv")
     assert (z.z.abs() <= 3).all() and set(z.guarantee) == {"mc", "ccc"}
 
