@@ -207,19 +207,19 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
     common = dict(guarantee="mc" if delta is None else "ccc", n1=n1, K=len(summaries),
                   n_eff_others=(float(others.min()), float(np.median(others)), float(others.max())),
                   test_agent_weight=float(n_eff[0] / n_eff.sum()), cp_finite=cp_is_finite(n1, alpha, delta))
+    if not common["cp_finite"]:
+        return Regime(method="PFWCP", options=dict(select="finite-first"), **common,
+                      reason=f"local CP returns the whole line at n_1={n1} for this guarantee; PFWCP with finite-first "
+                             "cells was the one federated method valid there with estimated ratios (osPFWCP, FCP-QQ and "
+                             "FWCP under-covered on some datasets), at the price of some infinite sets")
     if delta is not None:
-        why = ("local CP at delta or osPFWCP at the pooled level with the delta local CP leaves unused, whichever is "
-               "narrower at the test agent's own covariates: valid by the union bound, never wider than local CP"
-               if common["cp_finite"] else f"local CP returns the whole line at n_1={n1}; osPFWCP at the pooled level "
-               "gets all of delta and answers with finite sets")
-        return Regime(method="CP-or-pooled", options={}, **common, reason=why)
-    if common["cp_finite"]:
-        return Regime(method="CP", options={}, **common,
-                      reason="marginal coverage with a finite local CP: split CP is exact, within 1/(n_1+1) of the target "
-                             "level, and no federated method was narrower beyond noise with estimated ratios")
-    return Regime(method="PFWCP", options=dict(select="finite-first"), **common,
-                  reason=f"local CP returns the whole line at n_1={n1} for marginal coverage; PFWCP with finite-first "
-                         "cells is the only informative option")
+        return Regime(method="CP-or-pooled", options={}, **common,
+                      reason="local CP at delta, or osPFWCP at the pooled level with the delta local CP leaves unused if "
+                             "it is narrower at the test agent's own covariates and covers as many of its own points: "
+                             "valid by the union bound, never wider than local CP")
+    return Regime(method="CP", options={}, **common,
+                  reason="marginal coverage with a finite local CP: split CP is exact, within 1/(n_1+1) of the target "
+                         "level, and no federated method was narrower beyond noise with estimated ratios")
 
 # %% ../nbs/02c_trust.ipynb #9c4f2228
 add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

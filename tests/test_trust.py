@@ -217,9 +217,10 @@ def test_recommend_rules_and_bad_input():
     S = lambda n_eff, n: AgentSummary(n_eff=float(n_eff), weight_total=float(n), n=int(n))
     assert recommend([S(8, 8)] + [S(40, 100)] * 5, 0.1).method == "PFWCP"            # MC: CP infinite below n_1 = 9
     assert recommend([S(9, 9)] + [S(40, 100)] * 5, 0.1).method == "CP"
-    for n1 in (21, 22, 100):                                                            # CCC: one rule at every n_1
+    assert recommend([S(21, 21)] + [S(40, 100)] * 5, 0.1, 0.1).method == "PFWCP"     # CCC: CP infinite below n_1 = 22
+    for n1 in (22, 100):
         r = recommend([S(n1, n1)] + [S(40, 100)] * 10, 0.1, 0.1)
-        assert r.method == "CP-or-pooled" and r.options == {} and r.cp_finite == (n1 >= 22)
+        assert r.method == "CP-or-pooled" and r.options == {} and r.cp_finite
     assert recommend([S(100, 100)] + [S(10, 100)] * 5, 0.1, 0.1).method == "CP-or-pooled"   # w_1 = 2/3 too
     with pytest.raises(ValueError, match="AgentSummary"):
         recommend([S(10, 10), "agent"], 0.1)

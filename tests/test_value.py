@@ -82,7 +82,7 @@ def test_cp_failure_is_within_delta():
 @pytest.mark.parametrize("seed", range(6))
 def test_cp_or_pooled_never_wider_than_local_cp(seed):
     agents, s0, W, Wt, xt = federation(seed)
-    sel = CPOrPooled(0.1, 0.1).calibrate(agents, W)
+    sel = CPOrPooled(0.1, 0.1).calibrate(agents, s0, W)
     cp = LocalCP(0.1, 0.1).calibrate(agents).threshold_
     t = sel.threshold(Wt)
     assert np.isfinite(t).all()
@@ -92,26 +92,37 @@ def test_cp_or_pooled_never_wider_than_local_cp(seed):
         assert np.mean(sel.model_.threshold(W)) < cp
 
 
+def test_the_check_only_ever_keeps_cp():
+    "With the check the federated half is kept in a subset of the draws where it is kept without it."
+    for seed in range(8):
+        agents, s0, W, Wt, xt = federation(200 + seed, right=False)       # ratios that ignore the shift
+        with_check = CPOrPooled(0.1, 0.1).calibrate(agents, s0, W).chosen_
+        without = CPOrPooled(0.1, 0.1, check=False).calibrate(agents, s0, W).chosen_
+        assert with_check == "CP" or without == "osPFWCP-pool"
+
+
 def test_cp_or_pooled_ccc_with_true_ratios():
     "P(conditional coverage >= 0.9) of CPOrPooled over calibration draws, true ratios: at least 0.9 within two s.e."
     cov = []
     for seed in range(120):
         agents, s0, W, Wt, xt = federation(100 + seed)
-        cov.append(cond_coverage(CPOrPooled(0.1, 0.1).calibrate(agents, W).threshold(Wt), xt))
+        cov.append(cond_coverage(CPOrPooled(0.1, 0.1).calibrate(agents, s0, W).threshold(Wt), xt))
     ok = np.mean(np.array(cov) >= 0.9)
     assert ok >= 0.9 - 2 * np.sqrt(0.09 / len(cov)), (ok, np.mean(cov))
 
 
 def test_calibrate_recommended():
     agents, s0, W, Wt, _ = federation(7)
-    model, regime = calibrate_recommended(agents, 0.1, 0.1, own_weights=W)
+    model, regime = calibrate_recommended(agents, 0.1, 0.1, own_scores=s0, own_weights=W)
     assert isinstance(model, CPOrPooled) and regime.method == "CP-or-pooled"
     model, regime = calibrate_recommended(agents, 0.1)
     assert isinstance(model, LocalCP) and regime.method == "CP"
     small = [AgentCalibration(s0[:8])] + agents[1:]
     model, regime = calibrate_recommended(small, 0.1)
     assert isinstance(model, PFWCP) and model.select == "finite-first"
-    with pytest.raises(ValueError, match="own_weights"):
+    with pytest.raises(ValueError, match="own_scores"):
         calibrate_recommended(agents, 0.1, 0.1)
-    lo, hi = calibrate_recommended(agents, 0.1, 0.1, own_weights=W)[0].predict_interval(np.zeros(len(Wt)), Wt)
+    with pytest.raises(ValueError, match="own_scores"):
+        CPOrPooled(0.1, 0.1).calibrate(agents, s0[::-1][:50], W)
+    lo, hi = calibrate_recommended(agents, 0.1, 0.1, own_scores=s0, own_weights=W)[0].predict_interval(np.zeros(len(Wt)), Wt)
     assert np.all(hi - lo >= 0)

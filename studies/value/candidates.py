@@ -143,3 +143,29 @@ def select_slack(draw, alpha, delta=None, **_):
         if np.isfinite(c[0]) and c[0] <= np.mean(own):
             return c
         return est.threshold(draw.test_weights)
+
+
+def select_slack_check(kind):
+    "Sel-slack, the federated half kept only if its leave-one-out count on agent 0's points reaches the target too."
+    from pfwcp_nb.value import oneshot_loo_thresholds
+    def f(draw, alpha, delta=None, **_):
+        if delta is None:
+            return cp(draw, alpha)
+        c = cp(draw, alpha, delta)
+        s0 = draw.cal_scores[0]
+        n1 = s0.size
+        d_fed = delta - cp_fail(n1, alpha, delta)
+        if d_fed <= 1e-6:
+            return c
+        est = _os_model(draw, alpha, d_fed, pooled_level(draw, alpha, d_fed))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            own = est.threshold(draw.own_test_weights)
+            if np.isfinite(c[0]) and c[0] <= np.mean(own):
+                return c
+            if n1 >= 20 and np.isfinite(c[0]):      # the check gates the federation only where CP is an answer
+                need = mc_count(n1, alpha) if kind == "mc" else int(np.ceil((1 - ccc_alpha(alpha, delta, n1)) * n1 * (1 - WQ_TOL)))
+                if np.sum(s0 <= oneshot_loo_thresholds(est, s0, draw.own_test_weights)) < min(need, n1):
+                    return c
+            return est.threshold(draw.test_weights)
+    return f

@@ -52,6 +52,8 @@ def methods():
         "osPFWCP-pool-band": (vp.ospfwcp_pool_band, E, CCC),
         "Sel-CP-pool": (vp.select_cp_pool, E, CCC),
         "Sel-slack": (vp.select_slack, E, CCC),
+        "Sel-check-mc": (vp.select_slack_check("mc"), E, CCC),
+        "Sel-check-ccc": (vp.select_slack_check("ccc"), E, CCC),
     }
 
 
@@ -64,7 +66,7 @@ def setup_for(dataset, level, cache):
     return st
 
 
-LIGHT_CCC = {"CP", "PFWCP", "PFWCP-rec", "osPFWCP", "osPFWCP-pool", "Sel-slack", "FCP-QQ"}
+LIGHT_CCC = {"CP", "PFWCP", "PFWCP-rec", "osPFWCP", "osPFWCP-pool", "Sel-slack", "Sel-check-mc", "Sel-check-ccc", "FCP-QQ"}
 SCARCE_MC = {"CP", "FCP-QQ", "FWCP", "PFWCP", "PFWCP-ff", "PFWCP-rec", "osPFWCP-pool-mc"}
 
 
@@ -145,15 +147,20 @@ def summarise(df):
     return pd.DataFrame(out)
 
 
-PRESET = {"ccc": "Sel-slack"}        # the preset's method per guarantee (MC: local CP where it is finite, else PRESET_MC_SCARCE)
-PRESET_MC_SCARCE = "PFWCP-ff"
-MC_CP_FINITE_N1 = 9                  # local CP's MC set is finite from n_1 = 9 (alpha = 0.1)
+PRESET_SCARCE = "PFWCP-ff"            # MC and CCC where local CP is the whole line
+MC_CP_FINITE_N1 = 9                  # local CP's MC set is finite from n_1 = 9, its CCC set from n_1 = 22 (alpha = delta = 0.1)
+CCC_CP_FINITE_N1 = 22
 
 
 def with_preset(s):
-    "The summary with the preset's rows: per cell, the rows of the method it runs there (`trust.recommend`'s rule)."
-    pick = lambda r: PRESET["ccc"] if r.guarantee == "ccc" else ("CP" if r.n1 >= MC_CP_FINITE_N1 else PRESET_MC_SCARCE)
-    rows = s[(s.weights == "estimated") & (s.method == s.apply(pick, axis=1))].copy()
+    """The summary with the preset's rows: per cell, the rows of the method `trust.recommend` names there. CCC:
+    `value.CPOrPooled` (Sel-check-ccc), MC: local CP; where local CP is the whole line, PFWCP with finite-first cells."""
+    est = s[s.weights == "estimated"]
+    def pick(r):
+        if r.guarantee == "mc":
+            return "CP" if r.n1 >= MC_CP_FINITE_N1 else PRESET_SCARCE
+        return "Sel-check-ccc" if r.n1 >= CCC_CP_FINITE_N1 else PRESET_SCARCE
+    rows = est[est.method == est.apply(pick, axis=1)].copy()
     rows["runs"], rows["method"] = rows.method, "Preset"
     return pd.concat([s, rows], ignore_index=True)
 
@@ -184,7 +191,7 @@ def headline_table(s):
     out = ["| method | cells | valid | narrower than CP | wider than CP | width ratio median (max) | infinite share, max |",
            "|---|---|---|---|---|---|---|"]
     order = ["CP", "PFWCP", "PFWCP-rec", "osPFWCP", "osPFWCP-pool", "Sel-CP-pool", "osPFWCP-pool-band", "PFWCP-gmc",
-             "Sel-slack", "Preset", "ceiling"]
+             "Sel-slack", "Sel-check-mc", "Sel-check-ccc", "Preset", "ceiling"]
     for (m, w), g in sorted(h.groupby(["method", "weights"]), key=lambda x: (order.index(x[0][0]) if x[0][0] in order
                                                                            else 99, x[0][1])):
         name = "order-statistics ceiling (an oracle)" if m == "ceiling" else label(g.iloc[0])
@@ -202,10 +209,10 @@ def scarce_table(s):
     orc = h[h.weights == "oracle"].set_index(["dataset", "n1", "guarantee", "method"]).size_finite
     for (n1, gu, m), g in est.groupby(["n1", "guarantee", "method"]):
         if m not in ("CP", "FCP-QQ", "FWCP", "PFWCP", "PFWCP-ff", "osPFWCP", "osPFWCP-pool", "osPFWCP-pool-mc",
-                     "Sel-slack", "Preset"):
+                     "Sel-slack", "Sel-check-ccc", "Preset"):
             continue
         base = g.runs if m == "Preset" else pd.Series(m, index=g.index)
-        base = base.replace({"Sel-slack": "osPFWCP-pool", "osPFWCP-pool-mc": "osPFWCP-pool"})
+        base = base.replace({"Sel-slack": "osPFWCP-pool", "Sel-check-ccc": "osPFWCP-pool", "osPFWCP-pool-mc": "osPFWCP-pool"})
         keys = list(zip(g.dataset, g.n1, g.guarantee, base))
         tr = g.size_finite.to_numpy() / orc.reindex(keys).to_numpy()
         tr = tr[np.isfinite(tr)]
@@ -225,7 +232,7 @@ def targets_table(s):
     scarce = pre[pre.n1 <= SCARCE]
     orc = s[s.weights == "oracle"].set_index(["dataset", "heterogeneity", "n1", "guarantee", "method"]).size_finite
     keys = list(zip(scarce.dataset, scarce.heterogeneity, scarce.n1, scarce.guarantee,
-                    scarce.runs.replace({"Sel-slack": "osPFWCP-pool", "osPFWCP-pool-mc": "osPFWCP-pool"})))
+                    scarce.runs))
     vs_true = (scarce.size_finite.to_numpy() / orc.reindex(keys).to_numpy())
     vs_true = vs_true[np.isfinite(vs_true)]
     cpfin = h(pre)
