@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from flwr.app import Context, RecordDict
-from flwr.supercore.task_identity import TaskIdentity
 
 from pfwcp_nb.federation import deploy, simulation
 from pfwcp_nb.federation.protocol import PROTOCOLS, pack, request, unpack
@@ -103,15 +102,6 @@ def test_simulate_is_simulate_many_with_one_run(monkeypatch):
     simulation.simulate([[1.0]], [None], np.ones((2, 1)), 0.2, 0.05, method="ospfwcp", n_steps=7)
     assert seen["runs"] == [dict(alpha=0.2, delta=0.05, method="ospfwcp", n_steps=7)]
     assert seen["kw"] == dict(actors=1, timings=None)
-
-
-@pytest.fixture
-def task_identity():
-    "Messages built outside Flower's runtime need a run identity (the runtime sets it)."
-    old = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
-    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
-    yield
-    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = old
 
 
 class InProcessGrid:
@@ -304,10 +294,13 @@ def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path
         warnings.simplefilter("ignore")
         deploy.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
     got = np.load(tmp_path / "q.npz")
-    assert sorted(got.files) == ["ospfwcp-ccc", "ospfwcp-mc", "pfwcp-ccc", "pfwcp-mc"]
+    runs = ["ospfwcp-ccc", "ospfwcp-mc", "pfwcp-ccc", "pfwcp-mc"]
+    assert sorted(got.files) == sorted(["events"] + runs + [f"{r}-agents" for r in runs])
+    assert json.loads(str(got["events"])) == []                      # nobody left out
     for me in PROTOCOLS:
         for cr, de in (("mc", None), ("ccc", deploy.RUN_CONFIG["delta"][0])):
             np.testing.assert_array_equal(got[f"{me}-{cr}"], in_process(scores, weights, tw, me, de))
+            np.testing.assert_array_equal(got[f"{me}-{cr}-agents"], [0, 1, 2])
 
 
 @pytest.mark.parametrize("rc, match", [
@@ -552,14 +545,20 @@ def test_deployed_main_refuses_an_agent_above_its_configured_n_and_a_bad_score_r
     rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
           "agent-max-n": "30 30 20"}
     ctx = lambda rc: Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc)
-    with pytest.raises(ValueError, match=re.escape("agent 2 (node 9): field `n`=30 is above the operator's cap 20")):
+    with warnings.catch_warnings():     # agent 2 claims more points than agreed: left out, the others calibrate
+        warnings.simplefilter("ignore")
         deploy.deployed_main(grid, ctx(rc))
+    got = np.load(tmp_path / "q.npz")
+    assert any("agent 2 (node 9): field `n`=30 is above the operator's cap 20" in e and e.endswith("left out")
+               for e in json.loads(str(got["events"])))
+    np.testing.assert_array_equal(got["pfwcp-mc-agents"], [0, 1])
+    np.testing.assert_array_equal(got["pfwcp-mc"], in_process(scores[:2], weights[:2], tw[:, :2], "pfwcp", None))
     with pytest.raises(ValueError, match="`agent-max-n` must be 3 positive integers"):
         deploy.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30"}))
     with pytest.raises(ValueError, match="`score-range` must be 'low high'"):
         deploy.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30 30", "score-range": "1"}))
-    with pytest.raises(ValueError, match=r"agent 0 \(node 7\): field `quantiles` holds .* outside the protocol's score "
-                                         r"range \[0.0, 0.5\]"), warnings.catch_warnings():
+    with pytest.raises(RuntimeError, match=r"agent 0 \(node 7\): field `quantiles` holds .* outside the protocol's score "
+                                           r"range \[0.0, 0.5\]"), warnings.catch_warnings():   # the test agent: no calibration
         warnings.simplefilter("ignore")
         deploy.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30 30", "score-range": "0 0.5"}))
 

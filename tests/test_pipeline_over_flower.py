@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Error, Message, RecordDict
-from flwr.supercore.task_identity import TaskIdentity
 
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.federation.protocol import PIPE, _pipe
@@ -150,15 +149,6 @@ def test_simulation_agrees_with_in_process_survives_a_timeout_and_only_parameter
                     assert all(isinstance(v, (int, float, str, type(None))) or k == "counts" for k, v in msg.items())
                     assert all(isinstance(v, int) for v in msg.get("counts", {}).values())
     assert {"pfwcp", PIPE, "test-weights", "predictor-0", "ratios-0"} <= seen, seen   # every kind of answer was recorded
-
-
-@pytest.fixture
-def task_identity():
-    "Messages built outside Flower's runtime need a run identity (the runtime sets it)."
-    old = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
-    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
-    yield
-    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = old
 
 
 class InProcessGrid:

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/10g_federation_deploy.ipynb #62b311a7
 from __future__ import annotations
-import json
+import json, os
 from pathlib import Path
 import numpy as np
 from .protocol import PROTOCOLS, check_score_range
@@ -15,15 +15,15 @@ from ..pfwcp import AgentCalibration
 from ..query_policy import QueryPolicy
 from .agreement import TrainingAgreement
 from .agent import AgentData, agent_client_app, pipeline_client_app
-from .server import PipelineResult, collect_summaries, thresholds_over_flower
+from .server import PipelineResult, calibrate_federation
 from .training import PipelineConfig, pipeline_server
 
 # %% auto #0
 __all__ = ['RUN_CONFIG', 'NODE_CONFIG', 'client_app', 'server_app', 'PIPELINE_RUN_CONFIG', 'PIPELINE_NODE_CONFIG',
            'pipeline_client', 'pipeline_server_app', 'agent_nodes', 'agent_max_n', 'score_range_value', 'config_values',
            'run_config_values', 'app_pyproject', 'write_app_project', 'node_config_values', 'load_node_agent',
-           'node_policy', 'load_node_policy', 'deployed_main', 'pipeline_run_config', 'save_result', 'write_node_data',
-           'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
+           'node_policy', 'load_node_policy', 'save_runs', 'deployed_main', 'pipeline_run_config', 'save_result',
+           'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
            'pipeline_app_pyproject', 'write_pipeline_app_project']
 
 # %% ../../nbs/10g_federation_deploy.ipynb #ee2f9ce8
@@ -41,7 +41,7 @@ RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
                              "a quantile outside it is refused"),
 }
 
-# %% ../../nbs/10g_federation_deploy.ipynb #e4bea4d1
+# %% ../../nbs/10g_federation_deploy.ipynb #eb52cecf
 def agent_nodes(value, # run_config['agent-nodes']: a string of space-separated node ids
                ) -> list: # [node id of agent 0, ..., of agent K-1]
     "The operator's binding of agents to authenticated SuperNodes; ValueError naming the key."
@@ -71,7 +71,7 @@ def score_range_value(value, # run_config['score-range']: "low high"
     except ValueError as e:
         raise ValueError(f"run_config `score-range` must be 'low high' (e.g. '0 inf', '0 1'), got {value!r}: {e}") from None
 
-# %% ../../nbs/10g_federation_deploy.ipynb #3daf13aa
+# %% ../../nbs/10g_federation_deploy.ipynb #64877133
 def config_values(config, # a Flower run_config / node_config (or any mapping)
                   spec: dict, # key -> (default, help); default None: required
                   what: str, # the config's name in the error ("run_config", "node_config")
@@ -92,7 +92,7 @@ def run_config_values(run_config, # a Flower run_config (or any mapping)
     return config_values(run_config, RUN_CONFIG, "run_config",
                          " (set them in the app's [tool.flwr.app.config] or flwr run --run-config)")
 
-# %% ../../nbs/10g_federation_deploy.ipynb #3556e195
+# %% ../../nbs/10g_federation_deploy.ipynb #a5137888
 def app_pyproject(run_config: dict, # run_config keys (test-weights and out required), see RUN_CONFIG
                   name: str = "pfwcp-deploy", # the Flower app's project name
                  ) -> str: # the text of the app's pyproject.toml
@@ -141,7 +141,7 @@ def node_config_values(node_config, # a SuperNode's node_config (or any mapping)
     "An agent SuperNode's settings, defaults filled in; ValueError naming a missing or unknown key."
     return config_values(node_config, spec, "node_config", " (flower-supernode --node-config 'key=value ...')")
 
-# %% ../../nbs/10g_federation_deploy.ipynb #569b9caa
+# %% ../../nbs/10g_federation_deploy.ipynb #90000e1d
 def load_node_agent(context: Context) -> AgentCalibration:
     "A deployed SuperNode's agent: scores and weights from the `.npz` at `node_config['data-path']`."
     path = Path(str(node_config_values(context.node_config)["data-path"]))
@@ -164,14 +164,27 @@ def load_node_policy(context: Context) -> QueryPolicy:
     "A deployed SuperNode's query policy, from its node_config (`node_policy`)."
     return node_policy(node_config_values(context.node_config))
 
-# %% ../../nbs/10g_federation_deploy.ipynb #6cb17a8e
+# %% ../../nbs/10g_federation_deploy.ipynb #4118b318
 client_app = agent_client_app(load_node_agent, load_node_policy)
 
 server_app = ServerApp()
 
+def save_runs(path, # the run_config's `out`
+              out: dict, # {name: array} of the completed runs
+              events: list, # the log
+             ) -> None:
+    "Write the completed runs and the log (`events`, one JSON list) to `path` at once (a temporary file, then renamed)."
+    path = Path(str(path))
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, events=np.asarray(json.dumps(events)), **out)
+    os.replace(tmp, path)
+
+# %% ../../nbs/10g_federation_deploy.ipynb #dec72c5f
 @server_app.main()
 def deployed_main(grid: Grid, context: Context) -> None:
-    "All four runs (PFWCP, osPFWCP; MC, CCC) on the deployed federation; thresholds to run_config['out'] (.npz)."
+    """All four runs (PFWCP, osPFWCP; MC, CCC) on the agents of the deployed federation that answer
+    (`calibrate_federation`); after each run its thresholds, its agents and the log to run_config['out'] (.npz)."""
     c = run_config_values(context.run_config)
     nodes = agent_nodes(c["agent-nodes"])
     tw = np.load(str(c["test-weights"]))
@@ -179,10 +192,9 @@ def deployed_main(grid: Grid, context: Context) -> None:
         raise ValueError(f"run_config test-weights has shape {tw.shape}; `agent-nodes` names K={len(nodes)} agents, "
                          f"so it must be (m, {len(nodes)}).")
     caps, sr = agent_max_n(c["agent-max-n"], len(nodes)), score_range_value(c["score-range"])
-    nodes, summ = collect_summaries(grid, len(nodes), timeout=float(c["node-timeout"]), nodes=nodes, max_n=caps)
-    out = {f"{me}-{cr}": thresholds_over_flower(grid, nodes, summ, tw, float(c["alpha"]), de, method=me, score_range=sr)
-           for me in PROTOCOLS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
-    np.savez(str(c["out"]), **out)
+    runs = {f"{me}-{cr}": dict(method=me, alpha=float(c["alpha"]), delta=de, score_range=sr)
+            for me in PROTOCOLS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
+    calibrate_federation(grid, nodes, tw, runs, caps, float(c["node-timeout"]), lambda out, ev: save_runs(c["out"], out, ev))
 
 # %% ../../nbs/10g_federation_deploy.ipynb #b2350ea0
 PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
@@ -221,7 +233,7 @@ def pipeline_run_config(run_config) -> dict:
     out["train-kw"] = _json_object(out["train-kw"], "run_config['train-kw']")
     return out
 
-# %% ../../nbs/10g_federation_deploy.ipynb #ea586043
+# %% ../../nbs/10g_federation_deploy.ipynb #8a7b3d7a
 def save_result(res: PipelineResult, path) -> None:
     "The run's outcome as one .npz: thresholds, the calibration federation, the trained parameters, a summary (json)."
     arrs = {"thresholds": res.thresholds, "agents": np.asarray(res.agents), "n_eff": np.asarray(res.n_eff),
@@ -247,7 +259,7 @@ def write_node_data(folder, # one agent_K.npz per agent is written here
         paths.append(folder / f"agent_{k}.npz")
     return paths
 
-# %% ../../nbs/10g_federation_deploy.ipynb #a3f59475
+# %% ../../nbs/10g_federation_deploy.ipynb #85ad4ee6
 PIPELINE_NODE_CONFIG = {**NODE_CONFIG,   # an agent SuperNode of the pipeline: the calibration app's keys, and what it agreed to train
     "pipeline-dataset": (None, "the dataset agreed with the operator (run_config dataset): the plans must be its schedule"),
     "pipeline-agents": (None, "K, the agreed federation (run_config agent-nodes' length): members are agents 0..K-1"),

@@ -1,0 +1,150 @@
+"""The deployed calibration goes on without a bad agent (issue 30 item 3): an agent that is offline, refuses, fails or
+answers invalidly is logged and left out, Procedure 1 runs again over those that answered, every completed run is
+written at once, and an offline agent is reported as offline (not as "a reply from node 1, which was not asked")."""
+import json
+import re
+import warnings
+
+import numpy as np
+import pytest
+from flwr.app import Context, Error, Message, RecordDict
+from flwr.common.constant import ErrorCode
+from flwr.server.superlink.linkstate.utils import create_message_error_unavailable_res_message
+
+from pfwcp_nb.federation import deploy
+from pfwcp_nb.federation.agent import agent_client_app
+from pfwcp_nb.federation.server import calibrate_federation, collect_summaries
+from pfwcp_nb.oneshot import OneShotPFWCP
+from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
+from pfwcp_nb.query_policy import QueryPolicy
+
+NODES = [7, 8, 9]
+
+
+class FleetGrid:
+    """A Grid stand-in as the SuperLink behaves: message ids set when pushed, an agent's exception an error reply from
+    its node, a node in `offline` answered by the SuperLink itself (node 1, NODE_UNAVAILABLE), `absent` nodes not
+    connected; `tamper(node, reply dict)` changes one agent's JSON."""
+    def __init__(self, app, offline=(), absent=(), tamper=None):
+        self.app, self.offline, self.absent, self.tamper, self.sent = app, set(offline), set(absent), tamper, []
+
+    def get_node_ids(self):
+        return [n for n in NODES if n not in self.absent]
+
+    def send_and_receive(self, messages, timeout=None):
+        out = []
+        for msg in messages:
+            msg.metadata.__dict__["_message_id"] = msg.object_id        # what Flower's push does
+            node = msg.metadata.dst_node_id
+            self.sent.append(node)
+            if node in self.offline:
+                out.append(create_message_error_unavailable_res_message(msg.metadata, "node_unavail"))
+                continue
+            ctx = Context(run_id=1, node_id=node, node_config={"partition-id": NODES.index(node)}, state=RecordDict(),
+                          run_config={})
+            try:
+                rep = self.app(msg, ctx)
+            except Exception as e:                                        # the ClientApp's process reports it
+                rep = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=f"{type(e).__name__}: {e}"),
+                              reply_to=msg)
+            if self.tamper is not None and not rep.has_error():
+                rec = rep.content.config_records["pfwcp"]
+                rec["json"] = json.dumps(self.tamper(node, json.loads(rec["json"])))
+            out.append(rep)
+        return out
+
+
+def federation(seed=3, K=3, n=40, m=9):
+    rng = np.random.default_rng(seed)
+    scores = [rng.gamma(2.0, size=n) for _ in range(K)]
+    weights = [np.ones(n)] + [rng.lognormal(0, 1, size=n) for _ in range(K - 1)]
+    tw = rng.lognormal(0, 1, size=(m, K)); tw[:, 0] = 1.0
+    return scores, weights, tw
+
+
+def app_for(scores, weights, policies=None):
+    agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+    policies = policies or [QueryPolicy(test_agent=(k == 0)) for k in range(len(agents))]
+    part = lambda ctx: int(ctx.node_config["partition-id"])
+    return agent_client_app(lambda ctx: agents[part(ctx)], lambda ctx: policies[part(ctx)])
+
+
+def in_process(scores, weights, tw, ks, method="pfwcp", delta=None):
+    "The in-process estimator over agents `ks` only (their columns of the test weights)."
+    Est = PFWCP if method == "pfwcp" else OneShotPFWCP
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Est(0.1, delta).calibrate([AgentCalibration(scores[k], weights[k]) for k in ks]).threshold(tw[:, ks])
+
+
+RUNS = {f"{me}-{cr}": dict(method=me, alpha=0.1, delta=de) for me in ("pfwcp", "ospfwcp")
+        for cr, de in (("mc", None), ("ccc", 0.1))}
+
+
+def calibrate(grid, tw, runs=RUNS, saved=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return calibrate_federation(grid, NODES, tw, runs, [40, 40, 40], timeout=0.2,
+                                    save=None if saved is None else lambda out, ev: saved.append(sorted(out)))
+
+
+def test_an_offline_agent_is_reported_as_offline_not_as_node_1(task_identity):
+    scores, weights, tw = federation()
+    grid = FleetGrid(app_for(scores, weights), offline={9})
+    with pytest.raises(RuntimeError, match=re.escape("agent 2 (node 9) is offline: Error: Node Unavailable")):
+        collect_summaries(grid, 3, nodes=NODES)
+
+
+@pytest.mark.parametrize("how", ["offline", "absent"])
+def test_calibration_goes_on_without_an_offline_agent(task_identity, how):
+    scores, weights, tw = federation()
+    grid = FleetGrid(app_for(scores, weights), **{how: {9}})
+    out, events = calibrate(grid, tw)
+    assert any(e.startswith(("summaries: agent 2 (node 9) is offline", "connect: agent 2 (node 9) is offline"))
+               for e in events), events
+    for name, run in RUNS.items():
+        assert out[f"{name}-agents"].tolist() == [0, 1]
+        np.testing.assert_array_equal(out[name], in_process(scores, weights, tw, [0, 1], run["method"], run["delta"]))
+
+
+def test_a_liar_in_the_message_round_is_left_out_and_procedure_1_runs_again(task_identity):
+    # agent 1's summary is honest; its PFWCP quantiles are negative (below the score range): refused, left out of the
+    # PFWCP runs, which calibrate again over agents 0 and 2; its one-shot messages are honest, so it stays in those
+    scores, weights, tw = federation()
+    lie = lambda node, d: ({**d, "quantiles": [-1.0] * len(d["quantiles"])} if node == 8 and d["type"] == "AgentMessage"
+                           else d)
+    grid = FleetGrid(app_for(scores, weights), tamper=lie)
+    out, events = calibrate(grid, tw)
+    assert any("agent 1 (node 8): field `quantiles` holds -1.0, outside the protocol's score range" in e for e in events)
+    assert "calibration: agent(s) [1] left out of this run; Procedure 1 again over agents [0, 2]" in events
+    for name, run in RUNS.items():
+        ks = [0, 2] if run["method"] == "pfwcp" else [0, 1, 2]
+        assert out[f"{name}-agents"].tolist() == ks
+        np.testing.assert_array_equal(out[name], in_process(scores, weights, tw, ks, run["method"], run["delta"]))
+
+
+def test_each_completed_run_is_saved_before_the_test_agent_refuses(task_identity):
+    # the test agent's policy answers one one-shot message: the fourth run (a second osPFWCP) cannot calibrate, and the
+    # three runs before it are already written
+    scores, weights, tw = federation()
+    pols = [QueryPolicy(test_agent=True, max_oneshot=1), QueryPolicy(), QueryPolicy()]
+    saved = []
+    with pytest.raises(RuntimeError, match=r"the test agent \(agent 0\) is not among the agents that answered.*"
+                                           r"agent 0 \(node 7\) refused or failed"):
+        calibrate(FleetGrid(app_for(scores, weights, pols)), tw, saved=saved)
+    assert [len(s) for s in saved] == [2, 4, 6]                   # thresholds and agents, run after run
+
+
+def test_deployed_main_writes_the_runs_and_the_log(task_identity, tmp_path):
+    scores, weights, tw = federation()
+    np.save(tmp_path / "tw.npy", tw)
+    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
+          "agent-max-n": "40 40 40", "node-timeout": 0.2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        deploy.deployed_main(FleetGrid(app_for(scores, weights), offline={8}),
+                             Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
+    got = np.load(tmp_path / "q.npz")
+    assert any("agent 1 (node 8) is offline" in e for e in json.loads(str(got["events"])))
+    np.testing.assert_array_equal(got["pfwcp-mc"], in_process(scores, weights, tw, [0, 2]))
+    assert not (tmp_path / "q.npz.tmp").exists()
