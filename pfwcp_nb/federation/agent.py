@@ -126,7 +126,7 @@ def _train_plans(ctx: Context, k: int, d: dict, who: str) -> dict:
     used = _run_state(ctx); used["round"] = rnd; _set_state_json(ctx, RUN_STATE, used)
     return {n: plans[n] for n in tasks}
 
-# %% ../../nbs/10c_federation_agent.ipynb #33351f01
+# %% ../../nbs/10c_federation_agent.ipynb #d1c2802b
 def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordDict,
                 agreement: TrainingAgreement) -> RecordDict:
     "Agent k's answer to one training round: local work on every replica it holds, new parameters and counts back."
@@ -200,7 +200,7 @@ def _agent_ratios(ctx: Context, ks: list) -> list:
     fns = pairwise_ratio_functions(nets, RatioFeatures(_agent_proj(ctx, "ratios")), f["d"], f["eps"])
     return [fns[k] for k in ks]
 
-# %% ../../nbs/10c_federation_agent.ipynb #a49a2330
+# %% ../../nbs/10c_federation_agent.ipynb #bd37931e
 def _answer_stats(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
     "Stage stats: the counts, the label sums (or the largest label), the covariate sums if a PCA is agreed."
     need_pca = agreement.pred["pca"] is not None or agreement.rat["pca"] is not None
@@ -226,7 +226,7 @@ def _answer_pca(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
         R = np.linalg.qr(X - mu, mode="r")
     return _pipe({"type": "PCA"}, {"pca": {"R": R}})
 
-# %% ../../nbs/10c_federation_agent.ipynb #a74c0280
+# %% ../../nbs/10c_federation_agent.ipynb #db429cec
 def _features_pca(f: dict, content: RecordDict, d: int, which: str, who: str) -> dict:
     "The features message's `which` PCA (mean, orthonormal components, finite scale > 0), checked."
     if not isinstance(f[which], dict) or set(f[which]) != {"scale", "explained"}:
@@ -261,7 +261,7 @@ def _answer_features(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
     _set_state_json(ctx, "pipe-features", f)
     return _pipe({"type": "Ack"})
 
-# %% ../../nbs/10c_federation_agent.ipynb #511a3e0c
+# %% ../../nbs/10c_federation_agent.ipynb #bb1a6510
 def _answer_models(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
     "Stage models: the final networks, at most one aggregation from the last round this agent saw; kept."
     plans = _agent_plans(ctx, who)
@@ -292,7 +292,7 @@ def _answer_test_weights(ctx, data, X, k, d, content, agreement, who) -> RecordD
     cols = [np.ones(len(data.test_X)) if j == 0 else fns.pop(0)(data.test_X) for j in ks]
     return _pipe({"type": "TestWeights"}, {"test-weights": {"w": np.column_stack(cols)}})
 
-# %% ../../nbs/10c_federation_agent.ipynb #c94109a4
+# %% ../../nbs/10c_federation_agent.ipynb #d5ab0c21
 def _answer_predict(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
     "Stage predict (the test agent): the sets of the thresholds at its test points; their coverage if it holds labels."
     if data.test_X is None: raise ValueError(f"{who}: asked for a prediction but holds no test points.")
@@ -328,7 +328,7 @@ def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
     X = np.asarray(data.train_X, dtype=np.float64).reshape(len(data.train_X), -1)
     return STAGES[st](ctx, data, X, k, d, content, agreement, who)
 
-# %% ../../nbs/10c_federation_agent.ipynb #01df02b2
+# %% ../../nbs/10c_federation_agent.ipynb #b461595c
 def pipeline_client_app(load_data, # context -> this SuperNode's AgentData
                         load_policy, # context -> this SuperNode's QueryPolicy (`agreed_policy`, or `load_pipeline_policy`)
                         load_agreement, # context -> this SuperNode's TrainingAgreement (deployed: `load_node_agreement`)

@@ -41,7 +41,7 @@ RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
                              "a quantile outside it is refused"),
 }
 
-# %% ../../nbs/10g_federation_deploy.ipynb #eb52cecf
+# %% ../../nbs/10g_federation_deploy.ipynb #de4f289a
 def agent_nodes(value, # run_config['agent-nodes']: a string of space-separated node ids
                ) -> list: # [node id of agent 0, ..., of agent K-1]
     "The operator's binding of agents to authenticated SuperNodes; ValueError naming the key."
@@ -71,7 +71,7 @@ def score_range_value(value, # run_config['score-range']: "low high"
     except ValueError as e:
         raise ValueError(f"run_config `score-range` must be 'low high' (e.g. '0 inf', '0 1'), got {value!r}: {e}") from None
 
-# %% ../../nbs/10g_federation_deploy.ipynb #64877133
+# %% ../../nbs/10g_federation_deploy.ipynb #5d6b7b4e
 def config_values(config, # a Flower run_config / node_config (or any mapping)
                   spec: dict, # key -> (default, help); default None: required
                   what: str, # the config's name in the error ("run_config", "node_config")
@@ -92,7 +92,7 @@ def run_config_values(run_config, # a Flower run_config (or any mapping)
     return config_values(run_config, RUN_CONFIG, "run_config",
                          " (set them in the app's [tool.flwr.app.config] or flwr run --run-config)")
 
-# %% ../../nbs/10g_federation_deploy.ipynb #a5137888
+# %% ../../nbs/10g_federation_deploy.ipynb #2304b9f8
 def app_pyproject(run_config: dict, # run_config keys (test-weights and out required), see RUN_CONFIG
                   name: str = "pfwcp-deploy", # the Flower app's project name
                  ) -> str: # the text of the app's pyproject.toml
@@ -141,7 +141,7 @@ def node_config_values(node_config, # a SuperNode's node_config (or any mapping)
     "An agent SuperNode's settings, defaults filled in; ValueError naming a missing or unknown key."
     return config_values(node_config, spec, "node_config", " (flower-supernode --node-config 'key=value ...')")
 
-# %% ../../nbs/10g_federation_deploy.ipynb #90000e1d
+# %% ../../nbs/10g_federation_deploy.ipynb #5bf86491
 def load_node_agent(context: Context) -> AgentCalibration:
     "A deployed SuperNode's agent: scores and weights from the `.npz` at `node_config['data-path']`."
     path = Path(str(node_config_values(context.node_config)["data-path"]))
@@ -164,7 +164,7 @@ def load_node_policy(context: Context) -> QueryPolicy:
     "A deployed SuperNode's query policy, from its node_config (`node_policy`)."
     return node_policy(node_config_values(context.node_config))
 
-# %% ../../nbs/10g_federation_deploy.ipynb #4118b318
+# %% ../../nbs/10g_federation_deploy.ipynb #7d9239d0
 client_app = agent_client_app(load_node_agent, load_node_policy)
 
 server_app = ServerApp()
@@ -180,7 +180,7 @@ def save_runs(path, # the run_config's `out`
         np.savez(f, events=np.asarray(json.dumps(events)), **out)
     os.replace(tmp, path)
 
-# %% ../../nbs/10g_federation_deploy.ipynb #dec72c5f
+# %% ../../nbs/10g_federation_deploy.ipynb #314d83a0
 @server_app.main()
 def deployed_main(grid: Grid, context: Context) -> None:
     """All four runs (PFWCP, osPFWCP; MC, CCC) on the agents of the deployed federation that answer
@@ -233,7 +233,7 @@ def pipeline_run_config(run_config) -> dict:
     out["train-kw"] = _json_object(out["train-kw"], "run_config['train-kw']")
     return out
 
-# %% ../../nbs/10g_federation_deploy.ipynb #8a7b3d7a
+# %% ../../nbs/10g_federation_deploy.ipynb #2dd6589b
 def save_result(res: PipelineResult, path) -> None:
     "The run's outcome as one .npz: thresholds, the calibration federation, the trained parameters, a summary (json)."
     arrs = {"thresholds": res.thresholds, "agents": np.asarray(res.agents), "n_eff": np.asarray(res.n_eff),
@@ -259,7 +259,7 @@ def write_node_data(folder, # one agent_K.npz per agent is written here
         paths.append(folder / f"agent_{k}.npz")
     return paths
 
-# %% ../../nbs/10g_federation_deploy.ipynb #85ad4ee6
+# %% ../../nbs/10g_federation_deploy.ipynb #e2c2b63b
 PIPELINE_NODE_CONFIG = {**NODE_CONFIG,   # an agent SuperNode of the pipeline: the calibration app's keys, and what it agreed to train
     "pipeline-dataset": (None, "the dataset agreed with the operator (run_config dataset): the plans must be its schedule"),
     "pipeline-agents": (None, "K, the agreed federation (run_config agent-nodes' length): members are agents 0..K-1"),

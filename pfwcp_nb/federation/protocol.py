@@ -45,7 +45,7 @@ def pack(d: dict, # a request or a message's `to_dict()`
         rec["agent"] = int(agent)
     return RecordDict({RECORD: ConfigRecord(rec)})
 
-# %% ../../nbs/10_federation_protocol.ipynb #96eecc9b
+# %% ../../nbs/10_federation_protocol.ipynb #a0f5db2d
 MAX_JSON_CHARS = 2**24   # 16 Mi characters: a message of m quantiles is about 25 m characters (m up to ~6.7e5)
 
 MAX_INT_DIGITS = 15      # integers in pfwcp messages are counts (n, version): 15 digits is far above any n
@@ -90,7 +90,7 @@ def strict_json(text, # the JSON text of a message
         raise ValueError(f"{sender}: field `version` must be an integer, got {d['version']!r}.")
     return d
 
-# %% ../../nbs/10_federation_protocol.ipynb #9d835439
+# %% ../../nbs/10_federation_protocol.ipynb #a09bb155
 def unpack(content: RecordDict,
            sender: str = "the peer", # who sent it, named in every refusal
           ) -> tuple[dict, int | None]:
@@ -107,7 +107,7 @@ def unpack(content: RecordDict,
         raise ValueError(f"{sender}: field `agent` must be an integer, got {agent!r}.")
     return strict_json(rec["json"], sender), agent
 
-# %% ../../nbs/10_federation_protocol.ipynb #c333855d
+# %% ../../nbs/10_federation_protocol.ipynb #b5ac843f
 PROTOCOLS = ("pfwcp", "ospfwcp")
 
 def _who(k, node) -> str:
@@ -133,7 +133,7 @@ def check_score_range(score_range, # (low, high): the protocol's range of non-co
 
 SCORE_RANGE = (0.0, math.inf)   # default: non-conformity scores |y - yhat| >= 0
 
-# %% ../../nbs/10_federation_protocol.ipynb #66a64b1c
+# %% ../../nbs/10_federation_protocol.ipynb #ecddaa0e
 def check_summary(d: dict, # the reply's JSON object
                   who: str, # "agent k (node n)", named in every refusal
                   test_agent: bool = False, # agent 0: weights 1, so n_eff = n and the weight total = n
@@ -155,7 +155,7 @@ def check_summary(d: dict, # the reply's JSON object
                          f"got {s.n_eff!r} and {s.weight_total!r}.")
     return s
 
-# %% ../../nbs/10_federation_protocol.ipynb #47b3f26b
+# %% ../../nbs/10_federation_protocol.ipynb #48565ddf
 def check_message(d: dict, who: str,
                   beta: float, # the level asked
                   test_weights, # the test weights sent to this agent (m,)
@@ -183,7 +183,7 @@ def check_message(d: dict, who: str,
                          "mass at +inf cannot.")
     return msg
 
-# %% ../../nbs/10_federation_protocol.ipynb #87d8a356
+# %% ../../nbs/10_federation_protocol.ipynb #b7f3121d
 def check_oneshot(d: dict, who: str,
                   summary: AgentSummary, # the same agent's summary (round 1)
                   beta_breve: float, # the level asked
@@ -208,7 +208,7 @@ def check_oneshot(d: dict, who: str,
                          f"{beta_breve * msg.weight_total!r}] (the mass above a level 1-beta_breve quantile).")
     return msg
 
-# %% ../../nbs/10_federation_protocol.ipynb #468ca49b
+# %% ../../nbs/10_federation_protocol.ipynb #a6ab37eb
 PIPE = "pfwcp-pipeline"     # ConfigRecord (one json string) of every pipeline message that is not a calibration query
 
 def _msg_json(content: RecordDict, who: str) -> dict:
@@ -230,7 +230,7 @@ def _pipe(d: dict, arrays: dict | None = None) -> RecordDict:
                                            for k, v in arrs.items()})
     return rd
 
-# %% ../../nbs/10_federation_protocol.ipynb #a7185090
+# %% ../../nbs/10_federation_protocol.ipynb #12c02918
 def _load(a: Array, shape: tuple, dtype, who: str, name: str) -> np.ndarray:
     "An Array's ndarray, its .npy header read first: dtype, shape and byte count as expected before anything is allocated."
     try:
