@@ -318,7 +318,7 @@ def test_run_config_bad_keys_are_named(rc, match):
 
 def test_every_run_config_key_has_a_default_or_is_required_and_documented():
     assert set(deploy.RUN_CONFIG) == {"alpha", "delta", "node-timeout", "test-weights", "out", "agent-nodes", "agent-max-n",
-                                  "score-range"}
+                                      "score-range", "weight-range"}
     assert all(isinstance(what, str) and what for _, what in deploy.RUN_CONFIG.values())
     assert deploy.run_config_values({"test-weights": "a", "out": "b", "agent-nodes": "3", "agent-max-n": "9"})["node-timeout"] == 120.0
 

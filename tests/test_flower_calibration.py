@@ -13,7 +13,7 @@ from flwr.server.superlink.linkstate.utils import create_message_error_unavailab
 
 from pfwcp_nb.federation import deploy
 from pfwcp_nb.federation.agent import agent_client_app
-from pfwcp_nb.federation.server import calibrate_federation, collect_summaries
+from pfwcp_nb.federation.server import calibrate_federation, capped_agg_weights, collect_summaries
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.query_policy import QueryPolicy
@@ -25,22 +25,21 @@ class FleetGrid:
     """A Grid stand-in as the SuperLink behaves: message ids set when pushed, an agent's exception an error reply from
     its node, a node in `offline` answered by the SuperLink itself (node 1, NODE_UNAVAILABLE), `absent` nodes not
     connected; `tamper(node, reply dict)` changes one agent's JSON."""
-    def __init__(self, app, offline=(), absent=(), tamper=None):
-        self.app, self.offline, self.absent, self.tamper, self.sent = app, set(offline), set(absent), tamper, []
+    def __init__(self, app, offline=(), absent=(), tamper=None, nodes=NODES):
+        self.app, self.offline, self.absent, self.tamper, self.nodes = app, set(offline), set(absent), tamper, nodes
 
     def get_node_ids(self):
-        return [n for n in NODES if n not in self.absent]
+        return [n for n in self.nodes if n not in self.absent]
 
     def send_and_receive(self, messages, timeout=None):
         out = []
         for msg in messages:
             msg.metadata.__dict__["_message_id"] = msg.object_id        # what Flower's push does
             node = msg.metadata.dst_node_id
-            self.sent.append(node)
             if node in self.offline:
                 out.append(create_message_error_unavailable_res_message(msg.metadata, "node_unavail"))
                 continue
-            ctx = Context(run_id=1, node_id=node, node_config={"partition-id": NODES.index(node)}, state=RecordDict(),
+            ctx = Context(run_id=1, node_id=node, node_config={"partition-id": self.nodes.index(node)}, state=RecordDict(),
                           run_config={})
             try:
                 rep = self.app(msg, ctx)
@@ -148,3 +147,43 @@ def test_deployed_main_writes_the_runs_and_the_log(task_identity, tmp_path):
     assert any("agent 1 (node 8) is offline" in e for e in json.loads(str(got["events"])))
     np.testing.assert_array_equal(got["pfwcp-mc"], in_process(scores, weights, tw, [0, 2]))
     assert not (tmp_path / "q.npz.tmp").exists()
+
+
+def test_plus_inf_must_agree_with_the_declared_weight_total(task_identity):
+    # issue 30 item 2: agent 1 answers +inf at every test point; its own summary's W says most are scores: refused
+    scores, weights, tw = federation()
+    lie = lambda node, d: {**d, "quantiles": ["inf"] * len(d["quantiles"])} if node == 8 and d["type"] == "AgentMessage" else d
+    out, events = calibrate(FleetGrid(app_for(scores, weights), tamper=lie), tw)
+    assert any("agent 1 (node 8): field `quantiles` is +inf where the mass at +inf t/(W+t) is below beta" in e
+               for e in events), events
+    assert out["pfwcp-mc-agents"].tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("W", [1e300, 1e-300])
+def test_a_weight_total_outside_the_agreed_range_is_left_out(task_identity, W):
+    scores, weights, tw = federation()
+    lie = lambda node, d: {**d, "weight_total": W} if node == 9 and d["type"] == "AgentSummary" else d
+    out, events = calibrate(FleetGrid(app_for(scores, weights), tamper=lie), tw)
+    assert any(e.startswith("summaries: an invalid answer: agent 2 (node 9): field `weight_total`") and
+               "outside the agreed range" in e for e in events), events
+    assert all(out[f"{name}-agents"].tolist() == [0, 1] for name in RUNS)
+
+
+def test_the_robust_option_caps_an_agents_aggregation_weight(task_identity):
+    # agent 3's n_eff is far above the others': with agg_cap=1 it counts as the median of agents 1..3, and the run
+    # equals the in-process PFWCP with those aggregation weights
+    scores, weights, tw = federation(K=4)
+    weights[3] = np.ones_like(weights[3])                              # n_eff = n, the others' are smaller
+    agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+    n_eff = np.array([a.summary().n_eff for a in agents])
+    w = capped_agg_weights([a.summary() for a in agents], 1.0)
+    assert w[3] == pytest.approx(np.median(n_eff[1:]) / (n_eff[0] + n_eff[1:3].sum() + np.median(n_eff[1:])))
+    assert w[3] < n_eff[3] / n_eff.sum()
+    nodes = [7, 8, 9, 10]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out, _ = calibrate_federation(FleetGrid(app_for(scores, weights), nodes=nodes), nodes, tw,
+                                      {"pfwcp-mc": dict(method="pfwcp", alpha=0.1, delta=None, agg_cap=1.0)}, [40] * 4,
+                                      timeout=0.2)
+        ref = PFWCP(0.1, None, agg_weights=w).calibrate(agents).threshold(tw)
+    np.testing.assert_array_equal(out["pfwcp-mc"], ref)

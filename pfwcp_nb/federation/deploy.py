@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, os
 from pathlib import Path
 import numpy as np
-from .protocol import PROTOCOLS, check_score_range
+from .protocol import PROTOCOLS, check_score_range, check_weight_range
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 import tomli_w   # Flower's own TOML writer (a dependency of flwr)
@@ -20,28 +20,32 @@ from .training import PipelineConfig, pipeline_server
 
 # %% auto #0
 __all__ = ['RUN_CONFIG', 'NODE_CONFIG', 'client_app', 'server_app', 'PIPELINE_RUN_CONFIG', 'PIPELINE_NODE_CONFIG',
-           'pipeline_client', 'pipeline_server_app', 'agent_nodes', 'agent_max_n', 'score_range_value', 'config_values',
-           'run_config_values', 'app_pyproject', 'write_app_project', 'node_config_values', 'load_node_agent',
-           'node_policy', 'load_node_policy', 'save_runs', 'deployed_main', 'pipeline_run_config', 'save_result',
-           'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
-           'pipeline_app_pyproject', 'write_pipeline_app_project']
+           'pipeline_client', 'pipeline_server_app', 'agent_nodes', 'agent_max_n', 'range_value', 'score_range_value',
+           'config_values', 'run_config_values', 'app_pyproject', 'write_app_project', 'node_config_values',
+           'load_node_agent', 'node_policy', 'load_node_policy', 'save_runs', 'deployed_main', 'pipeline_run_config',
+           'save_result', 'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data',
+           'deployed_pipeline', 'pipeline_app_pyproject', 'write_pipeline_app_project']
 
 # %% ../../nbs/10g_federation_deploy.ipynb #ee2f9ce8
 RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
     "alpha": (0.1, "miscoverage level α of all four runs"),
     "delta": (0.1, "δ of the CCC runs (the MC runs use delta=None)"),
-    "node-timeout": (120.0, "seconds the server waits for all K SuperNodes to connect"),
+    "node-timeout": (120.0, "seconds the server waits for all K SuperNodes to connect, and for each round's answers (then: left out)"),
     "test-weights": (None, "path (.npy, on the server's machine) of the (m, K) test weights ω̂^k(X_j); column 0 ones"),
-    "out": (None, "path of the .npz the server writes: pfwcp-mc, pfwcp-ccc, ospfwcp-mc, ospfwcp-ccc"),
+    "out": (None, "path of the .npz the server writes after each run: pfwcp-mc, pfwcp-ccc, ospfwcp-mc, ospfwcp-ccc, each "
+                  "with its agents (NAME-agents), and the log (events, JSON)"),
     "agent-nodes": (None, "node ids of agents 0..K-1, space-separated (`flwr supernode register --format json` prints "
                           "each): the server talks to these nodes only, node i is agent i whatever its replies say"),
     "agent-max-n": (None, "the largest n each agent may report, space-separated, agent 0 first (agreed with each agent): a "
                           "summary above it is refused, so no agent can claim the aggregation weight of a larger one"),
     "score-range": ("0 inf", "low and high of the non-conformity scores (0 inf: |y - yhat|; 0 1: 1 - p of a classifier): "
                              "a quantile outside it is refused"),
+    "weight-range": ("1e-6 1e6", "low and high of the other agents' mean calibration weight W/n (a density ratio has mean 1 "
+                                 "under its agent; 1e-6 1e6: a ratio clipped as density_ratio clips it): a summary outside "
+                                 "it is refused, so no agent can claim a weight total that excuses +inf everywhere"),
 }
 
-# %% ../../nbs/10g_federation_deploy.ipynb #de4f289a
+# %% ../../nbs/10g_federation_deploy.ipynb #f7601b94
 def agent_nodes(value, # run_config['agent-nodes']: a string of space-separated node ids
                ) -> list: # [node id of agent 0, ..., of agent K-1]
     "The operator's binding of agents to authenticated SuperNodes; ValueError naming the key."
@@ -62,14 +66,21 @@ def agent_max_n(value, # run_config['agent-max-n']: space-separated positive int
                          f"of `agent-nodes`, agent 0 first), got {value!r}.")
     return [int(p) for p in parts]
 
+def range_value(value, # a run_config value "low high"
+                key: str, # its key, named in the error
+                check, # the protocol's check of the pair (`check_score_range`, `check_weight_range`)
+               ) -> tuple:
+    "A (low, high) pair from the run config; ValueError naming the key."
+    parts = str(value).split()
+    try:
+        return check(parts if len(parts) == 2 else None)
+    except ValueError as e:
+        raise ValueError(f"run_config `{key}` must be 'low high' (e.g. '0 inf', '0 1' for score-range), got {value!r}: {e}") from None
+
 def score_range_value(value, # run_config['score-range']: "low high"
                      ) -> tuple:
     "The protocol's score range from the run config; ValueError naming the key."
-    parts = str(value).split()
-    try:
-        return check_score_range(parts if len(parts) == 2 else None)
-    except ValueError as e:
-        raise ValueError(f"run_config `score-range` must be 'low high' (e.g. '0 inf', '0 1'), got {value!r}: {e}") from None
+    return range_value(value, "score-range", check_score_range)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #5d6b7b4e
 def config_values(config, # a Flower run_config / node_config (or any mapping)
@@ -180,7 +191,7 @@ def save_runs(path, # the run_config's `out`
         np.savez(f, events=np.asarray(json.dumps(events)), **out)
     os.replace(tmp, path)
 
-# %% ../../nbs/10g_federation_deploy.ipynb #314d83a0
+# %% ../../nbs/10g_federation_deploy.ipynb #6f68cec2
 @server_app.main()
 def deployed_main(grid: Grid, context: Context) -> None:
     """All four runs (PFWCP, osPFWCP; MC, CCC) on the agents of the deployed federation that answer
@@ -192,9 +203,11 @@ def deployed_main(grid: Grid, context: Context) -> None:
         raise ValueError(f"run_config test-weights has shape {tw.shape}; `agent-nodes` names K={len(nodes)} agents, "
                          f"so it must be (m, {len(nodes)}).")
     caps, sr = agent_max_n(c["agent-max-n"], len(nodes)), score_range_value(c["score-range"])
+    wr = range_value(c["weight-range"], "weight-range", check_weight_range)
     runs = {f"{me}-{cr}": dict(method=me, alpha=float(c["alpha"]), delta=de, score_range=sr)
             for me in PROTOCOLS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
-    calibrate_federation(grid, nodes, tw, runs, caps, float(c["node-timeout"]), lambda out, ev: save_runs(c["out"], out, ev))
+    calibrate_federation(grid, nodes, tw, runs, caps, float(c["node-timeout"]), lambda out, ev: save_runs(c["out"], out, ev),
+                         weight_range=wr)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #b2350ea0
 PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = required

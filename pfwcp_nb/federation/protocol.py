@@ -16,8 +16,9 @@ from ..pfwcp import PROTOCOL_VERSION, AgentMessage, AgentSummary
 from ..oneshot import OneShotMessage
 
 # %% auto #0
-__all__ = ['RECORD', 'REQUESTS', 'MAX_JSON_CHARS', 'MAX_INT_DIGITS', 'PROTOCOLS', 'SCORE_RANGE', 'PIPE', 'request', 'pack',
-           'strict_json', 'unpack', 'check_score_range', 'check_summary', 'check_message', 'check_oneshot']
+__all__ = ['RECORD', 'REQUESTS', 'MAX_JSON_CHARS', 'MAX_INT_DIGITS', 'PROTOCOLS', 'SCORE_RANGE', 'WEIGHT_RANGE', 'INF_TOL',
+           'PIPE', 'request', 'pack', 'strict_json', 'unpack', 'check_score_range', 'check_summary',
+           'check_weight_range', 'check_inf_consistent', 'check_message', 'check_oneshot']
 
 # %% ../../nbs/10_federation_protocol.ipynb #35ef15d3
 RECORD = "pfwcp"   # name of the one ConfigRecord in every pfwcp Flower message
@@ -133,13 +134,14 @@ def check_score_range(score_range, # (low, high): the protocol's range of non-co
 
 SCORE_RANGE = (0.0, math.inf)   # default: non-conformity scores |y - yhat| >= 0
 
-# %% ../../nbs/10_federation_protocol.ipynb #ecddaa0e
+# %% ../../nbs/10_federation_protocol.ipynb #40c903b6
 def check_summary(d: dict, # the reply's JSON object
                   who: str, # "agent k (node n)", named in every refusal
                   test_agent: bool = False, # agent 0: weights 1, so n_eff = n and the weight total = n
                   max_n: int | None = None, # the operator's cap on this agent's n (run_config agent-max-n); None: no cap
+                  weight_range: tuple | None = None, # (low, high) agreed for the mean weight W/n of the other agents
                  ) -> AgentSummary:
-    "An agent's summary, refused (ValueError naming agent and field) unless n <= max_n, 1 <= n_eff <= n and the weight total > 0."
+    "An agent's summary, refused (ValueError naming agent and field) unless n <= max_n, 1 <= n_eff <= n and the weight total W > 0 (low <= W/n <= high)."
     s = _decode(AgentSummary, d, who)
     if s.n < 1:
         raise ValueError(f"{who}: field `n`={s.n}: an agent has at least one calibration point.")
@@ -150,18 +152,55 @@ def check_summary(d: dict, # the reply's JSON object
         raise ValueError(f"{who}: field `n_eff`={s.n_eff!r} outside [1, n={s.n}] (Kish's n_eff of n weights).")
     if not (np.isfinite(s.weight_total) and s.weight_total > 0):
         raise ValueError(f"{who}: field `weight_total`={s.weight_total!r} must be finite and > 0.")
+    if weight_range is not None and not test_agent:
+        lo, hi = check_weight_range(weight_range)
+        if not (lo * s.n * (1 - 1e-12) <= s.weight_total <= hi * s.n * (1 + 1e-12)):
+            raise ValueError(f"{who}: field `weight_total`={s.weight_total!r} is outside the agreed range of n x the mean "
+                             f"weight [{lo * s.n!r}, {hi * s.n!r}] (n={s.n}, weight range [{lo}, {hi}]).")
     if test_agent and not (abs(s.n_eff - s.n) <= 1e-12 * s.n and abs(s.weight_total - s.n) <= 1e-12 * s.n):
         raise ValueError(f"{who}: the test agent's weights are 1, so fields `n_eff` and `weight_total` equal n={s.n}; "
                          f"got {s.n_eff!r} and {s.weight_total!r}.")
     return s
 
-# %% ../../nbs/10_federation_protocol.ipynb #48565ddf
+# %% ../../nbs/10_federation_protocol.ipynb #13f5938b
+def check_weight_range(weight_range, # (low, high) of an agent's mean weight W/n, agreed in the protocol
+                      ) -> tuple: # (low, high) as floats
+    "The agreed range of the agents' mean weight: 0 < low <= high < inf (a density ratio has mean 1 under its agent)."
+    try:
+        lo, hi = (float(x) for x in weight_range)
+    except (TypeError, ValueError):
+        raise ValueError(f"`weight_range` must be two numbers (low, high), got {weight_range!r}.") from None
+    if not (0 < lo <= hi < math.inf):
+        raise ValueError(f"`weight_range` must have 0 < low <= high < inf, got {weight_range!r}; e.g. (1e-6, 1e6), the "
+                         "range of a ratio whose class probabilities are clipped to [1e-6, 1 - 1e-6].")
+    return lo, hi
+
+WEIGHT_RANGE = (1e-6, 1e6)   # default: the mean weight of a density ratio clipped as `density_ratio.DEFAULT_EPS` clips it
+
+INF_TOL = 1e-9               # relative slack of the +inf check (an agent sums its weights in another order)
+
+def check_inf_consistent(q, # an agent's local quantiles (m,)
+                         tw, # the test weights sent (m,)
+                         beta: float, # the level asked
+                         weight_total: float, # the agent's declared weight total W (its summary)
+                         who: str) -> None:
+    "ValueError naming the agent unless its quantiles are +inf exactly where the test weight's mass t/(W+t) exceeds beta."
+    gap, slack = tw * (1 - beta) - beta * weight_total, INF_TOL * (weight_total + tw)   # gap > 0: t/(W+t) > beta
+    for bad, what in ((np.isinf(q) & (gap < -slack), "+inf where the mass at +inf t/(W+t) is below beta: it is a score"),
+                      (np.isfinite(q) & (gap > slack), "finite where the mass at +inf t/(W+t) exceeds beta: it is +inf")):
+        if np.any(bad):
+            j = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{who}: field `quantiles` is {what} (test weight {tw[j]!r}, its declared weight total "
+                             f"W={weight_total!r}, beta={beta!r}).")
+
+# %% ../../nbs/10_federation_protocol.ipynb #904732b1
 def check_message(d: dict, who: str,
                   beta: float, # the level asked
                   test_weights, # the test weights sent to this agent (m,)
                   score_range=SCORE_RANGE, # (low, high) of the scores, agreed in the protocol
+                  weight_total: float | None = None, # the agent's declared weight total W (its summary): +inf only where t/(W+t) > beta
                  ) -> AgentMessage:
-    "Local quantiles at the level asked, one per test weight, a score in `score_range` or +inf, non-decreasing in the test weight."
+    "Local quantiles at the level asked, one per test weight, a score in `score_range` or +inf (exactly where its weight total says), non-decreasing in the test weight."
     lo, hi = check_score_range(score_range)
     msg = _decode(AgentMessage, d, who)
     tw, q = np.asarray(test_weights, dtype=float), msg.quantiles
@@ -181,6 +220,8 @@ def check_message(d: dict, who: str,
     if np.any(np.diff(q[o]) < 0):
         raise ValueError(f"{who}: field `quantiles` decreases as the test weight grows; a weighted quantile with a "
                          "mass at +inf cannot.")
+    if weight_total is not None:
+        check_inf_consistent(q, tw, beta, weight_total, who)
     return msg
 
 # %% ../../nbs/10_federation_protocol.ipynb #b7f3121d
