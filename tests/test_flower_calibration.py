@@ -3,7 +3,10 @@ answers invalidly is logged and left out, Procedure 1 runs again over those that
 written at once, and an offline agent is reported as offline (not as "a reply from node 1, which was not asked")."""
 import json
 import re
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -187,3 +190,15 @@ def test_the_robust_option_caps_an_agents_aggregation_weight(task_identity):
                                       timeout=0.2)
         ref = PFWCP(0.1, None, agg_weights=w).calibrate(agents).threshold(tw)
     np.testing.assert_array_equal(out["pfwcp-mc"], ref)
+
+
+def test_the_one_liar_script_refuses_bad_arguments():
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "scripts" / "redteam" / "attack_one_liar.py"), "--seeds", "0"],
+                       capture_output=True, text=True, cwd=root)
+    assert r.returncode == 2 and "usage:" in r.stderr and "--seeds" in r.stderr
+    stored = json.loads((root / "results" / "flower_pipeline" / "one_liar.json").read_text())
+    t = stored["table"]                                  # the robust option with a tight agreed weight range: one liar
+    for run in ("pfwcp-mc", "pfwcp-ccc", "ospfwcp-mc", "ospfwcp-ccc"):   # moves coverage <= 2 points, the infinite share <= 5
+        honest, liar = t[f"honest/-/{run}"], t[f"tight+cap2/inf/{run}"]
+        assert abs(liar["coverage"] - honest["coverage"]) <= 0.02 and liar["infinite_share"] - honest["infinite_share"] <= 0.05
