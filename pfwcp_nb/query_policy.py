@@ -132,7 +132,7 @@ def _level(policy: QueryPolicy, beta, name: str) -> float:
     return beta
 
 def admit(policy: QueryPolicy, # the agent's policy (its counts are updated)
-          req: dict, # a request dict (`flower.request`): ask = summary, message or oneshot
+          req: dict, # a request dict (`federation.protocol.request`): ask = summary, message or oneshot
          ) -> None:
     "Refuse (QueryRefused, naming the rule) a request outside the policy; else charge its budget (state file locked)."
     with policy._locked():               # two processes sharing the state file cannot both spend the same budget

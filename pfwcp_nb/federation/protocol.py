@@ -108,7 +108,7 @@ def unpack(content: RecordDict,
         raise ValueError(f"{sender}: field `agent` must be an integer, got {agent!r}.")
     return strict_json(rec["json"], sender), agent
 
-# %% ../../nbs/10_federation_protocol.ipynb #b5ac843f
+# %% ../../nbs/10_federation_protocol.ipynb #1240ff86
 PROTOCOLS = ("pfwcp", "ospfwcp")
 
 def _who(k, node) -> str:
@@ -120,13 +120,18 @@ def _decode(cls, d, who):
     except (ValueError, OverflowError) as e:
         raise ValueError(f"{who}: {e}") from None
 
+def _pair(value, name: str) -> tuple:
+    "Two numbers (low, high) as floats; ValueError naming `name` otherwise."
+    try:
+        lo, hi = (float(x) for x in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"`{name}` must be two numbers (low, high), got {value!r}.") from None
+    return lo, hi
+
 def check_score_range(score_range, # (low, high): the protocol's range of non-conformity scores
                      ) -> tuple: # (low, high) as floats
     "The agreed score range: low finite, low < high (high may be inf); default (0, inf) for |y - yhat|, (0, 1) for 1 - p."
-    try:
-        lo, hi = (float(x) for x in score_range)
-    except (TypeError, ValueError):
-        raise ValueError(f"`score_range` must be two numbers (low, high), got {score_range!r}.") from None
+    lo, hi = _pair(score_range, "score_range")
     if not (np.isfinite(lo) and lo < hi and not np.isnan(hi)):
         raise ValueError(f"`score_range` must have a finite low < high (high may be inf), got {score_range!r}; "
                          "(0, inf) for absolute residuals, (0, 1) for 1 - p of a classifier.")
@@ -162,14 +167,11 @@ def check_summary(d: dict, # the reply's JSON object
                          f"got {s.n_eff!r} and {s.weight_total!r}.")
     return s
 
-# %% ../../nbs/10_federation_protocol.ipynb #13f5938b
+# %% ../../nbs/10_federation_protocol.ipynb #44bcc1ce
 def check_weight_range(weight_range, # (low, high) of an agent's mean weight W/n, agreed in the protocol
                       ) -> tuple: # (low, high) as floats
     "The agreed range of the agents' mean weight: 0 < low <= high < inf (a density ratio has mean 1 under its agent)."
-    try:
-        lo, hi = (float(x) for x in weight_range)
-    except (TypeError, ValueError):
-        raise ValueError(f"`weight_range` must be two numbers (low, high), got {weight_range!r}.") from None
+    lo, hi = _pair(weight_range, "weight_range")
     if not (0 < lo <= hi < math.inf):
         raise ValueError(f"`weight_range` must have 0 < low <= high < inf, got {weight_range!r}; e.g. (1e-6, 1e6), the "
                          "range of a ratio whose class probabilities are clipped to [1e-6, 1 - 1e-6].")
