@@ -55,12 +55,22 @@ class QueryPolicy:
         self._load()
 
     def _load(self):
-        if self.state is not None and self.state.exists():
-            saved = json.loads(self.state.read_text(encoding="utf-8"))
-            if not isinstance(saved, dict) or set(saved) != set(self.used):
-                raise ValueError(f"`state` file {self.state} is not a query-policy state ({sorted(self.used)}); "
-                                 "remove it to start a new budget.")
-            self.used = saved
+        "The counts of the state file; ValueError naming the file on anything but counts >= 0 and a level (fail closed)."
+        if self.state is None or not self.state.exists():
+            return
+        try:
+            saved = json.loads(self.state.read_text(encoding="utf-8"), parse_constant=float)   # NaN/Infinity: refused below
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ValueError(f"`state` file {self.state} is not valid JSON ({e}); nothing is answered until it is "
+                             "restored, or removed to start a new budget.") from None
+        count = lambda v: type(v) is int and v >= 0
+        level = lambda v: v is None or (type(v) in (int, float) and 0 < v < 1)
+        if (not isinstance(saved, dict) or set(saved) != set(self.used) or not count(saved["test_weights"])
+                or not count(saved["oneshot"]) or not level(saved["level"])):
+            raise ValueError(f"`state` file {self.state} is not a query-policy state ({sorted(self.used)}: counts that are "
+                             f"integers >= 0, a level in (0, 1) or null), got {str(saved)[:200]}; nothing is answered "
+                             "until it is restored, or removed to start a new budget.")
+        self.used = saved
 
     @contextlib.contextmanager
     def _locked(self):
@@ -122,7 +132,7 @@ def _level(policy: QueryPolicy, beta, name: str) -> float:
     return beta
 
 def admit(policy: QueryPolicy, # the agent's policy (its counts are updated)
-          req: dict, # a request dict (`flower.request`): ask = summary, message or oneshot
+          req: dict, # a request dict (`federation.protocol.request`): ask = summary, message or oneshot
          ) -> None:
     "Refuse (QueryRefused, naming the rule) a request outside the policy; else charge its budget (state file locked)."
     with policy._locked():               # two processes sharing the state file cannot both spend the same budget
@@ -139,16 +149,17 @@ def _admit(policy: QueryPolicy, req: dict) -> None:
             raise QueryRefused(f"request field `beta`={beta!r}: this agent answers only beta={policy.used['level']!r} "
                                "(lock_level: the level of its first answer, beta* once calibrated).")
         tw = req.get("test_weights")
-        if not isinstance(tw, list) or not tw or not all(
-                isinstance(t, (int, float)) and not isinstance(t, bool) and np.isfinite(t) and t >= 0 for t in tw):
+        if not isinstance(tw, list) or not tw:
+            raise QueryRefused("request field `test_weights` must be a non-empty list of finite numbers >= 0.")
+        left = policy.max_test_weights - policy.used["test_weights"]
+        if len(tw) > left:                   # the budget first: an oversized request costs no element-wise check
+            raise QueryRefused(f"request field `test_weights`: {len(tw)} test weights asked, {left} left of this agent's "
+                               f"budget of {policy.max_test_weights} (QueryPolicy.max_test_weights).")
+        if not all(isinstance(t, (int, float)) and not isinstance(t, bool) and np.isfinite(t) and t >= 0 for t in tw):
             raise QueryRefused("request field `test_weights` must be a non-empty list of finite numbers >= 0.")
         if policy.test_agent and any(t != 1.0 for t in tw):
             raise QueryRefused("request field `test_weights`: the test agent's weights are all 1 "
                                f"(got values other than 1, e.g. {next(t for t in tw if t != 1.0)!r}).")
-        left = policy.max_test_weights - policy.used["test_weights"]
-        if len(tw) > left:
-            raise QueryRefused(f"request field `test_weights`: {len(tw)} test weights asked, {left} left of this agent's "
-                               f"budget of {policy.max_test_weights} (QueryPolicy.max_test_weights).")
         policy.used["test_weights"] += len(tw)
         policy.used["level"] = beta if policy.used["level"] is None else policy.used["level"]
     elif ask == "oneshot":

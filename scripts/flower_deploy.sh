@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# PFWCP and osPFWCP on a real Flower deployment on localhost (notebook 10_flower), set up as it must be across
+# PFWCP and osPFWCP on a real Flower deployment on localhost (notebooks 10_federation_protocol to 10h_federation_network), set up as it must be across
 # machines: a SuperLink whose one HTTP port (Fleet + Control + runtime APIs) listens on loopback only, a
-# Fleet-only reverse proxy (pfwcp_nb.flower.serve_fleet_proxy) that the agents' SuperNodes connect to, K SuperNodes
+# Fleet-only reverse proxy (pfwcp_nb.federation.network.serve_fleet_proxy) that the agents' SuperNodes connect to, K SuperNodes
 # as separate processes (one per agent of the Gaussian federation of pfwcp_nb.baselines.toy_draw, oracle weights),
-# and `flwr run` of pfwcp_nb.flower's apps by the operator on the SuperLink's machine.
-# Security: TLS everywhere (a throwaway CA and a certificate for localhost/127.0.0.1, pfwcp_nb.flower.make_tls_files),
+# and `flwr run` of pfwcp_nb.federation.deploy's apps by the operator on the SuperLink's machine.
+# Security: TLS everywhere (a throwaway CA and a certificate for localhost/127.0.0.1, pfwcp_nb.federation.network.make_tls_files),
 # SuperNode authentication (--enable-supernode-auth; each agent's public key registered with
 # `flwr supernode register`; the server talks to the registered node ids only, run_config agent-nodes), each
 # agent's query policy (node_config policy-*; policy-n1: one-shot levels exactly osPFWCP's), the operator's cap on each
@@ -15,9 +15,9 @@
 #              --trusted-entities (Flower's app verification), though the operator submitted it
 # Prints the thresholds, checks they equal the in-process estimators exactly, and stops every process it
 # started (trap). Certificates, keys, data and logs live in a temporary directory, removed at exit unless --keep.
-# With --pipeline the same deployment runs the whole pipeline instead (notebook 10b_flower_pipeline): each SuperNode
+# With --pipeline the same deployment runs the whole pipeline instead (notebooks 10a_federation_plan to 10f_federation_simulation): each SuperNode
 # holds its agent's training, calibration (and, agent 0, test) points of a small gaussian federation
-# (flower_pipeline.federation_data), the app is pfwcp_nb.flower_pipeline's (federated training of the predictor and
+# (federation.simulation.federation_data), the app is pfwcp_nb.federation.deploy's pipeline app (federated training of the predictor and
 # the pairwise ratio classifiers, then PFWCP's calibration and agent 0's prediction); prints the coverage, the
 # thresholds, the server's events and its seconds by stage, and checks them against the in-process pipeline on the
 # same data and seeds (thresholds within 1e-6, coverage equal).
@@ -91,7 +91,7 @@ import numpy as np
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from pfwcp_nb.baselines import toy_draw
-from pfwcp_nb.flower import make_tls_files
+from pfwcp_nb.federation.network import make_tls_files
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.oneshot import OneShotPFWCP
 T, K, M, PIPELINE = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
@@ -106,7 +106,8 @@ publisher = ed25519.Ed25519PrivateKey.generate()                   # the one app
 (T / "keys/trusted_entities.yaml").write_text(f"fpk_{uuid.uuid4()}: '{ssh(publisher).decode()}'\n")
 warnings.simplefilter("ignore")
 if PIPELINE:   # each agent's training, calibration [and test] points; the in-process pipeline on the same data and seeds
-    from pfwcp_nb.flower_pipeline import federation_data, write_node_data
+    from pfwcp_nb.federation.simulation import federation_data
+    from pfwcp_nb.federation.deploy import write_node_data
     from pfwcp_nb.pipeline import train_setup, sample_draw
     from pfwcp_nb.data import make_federation
     tk, n_train, n_cal = json.loads(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
@@ -153,7 +154,7 @@ flower-superlink --host 127.0.0.1 --port "${PORTS[0]}" --ssl-ca-certfile "$T/cer
   --ssl-certfile "$T/certs/server.pem" --ssl-keyfile "$T/certs/server.key" --enable-supernode-auth \
   --disable-runtime-dependency-installation > "$T/superlink.log" 2>&1 &
 PIDS+=($!)
-python -c 'import sys; from pfwcp_nb.flower import serve_fleet_proxy
+python -c 'import sys; from pfwcp_nb.federation.network import serve_fleet_proxy
 serve_fleet_proxy(int(sys.argv[1]), "https://" + sys.argv[2], sys.argv[3] + "/server.pem", sys.argv[3] + "/server.key",
                   sys.argv[3] + "/ca.crt", host="127.0.0.1")' "${PORTS[1]}" "$LINK" "$T/certs" > "$T/proxy.log" 2>&1 &
 PIDS+=($!)
@@ -173,14 +174,14 @@ register() {  # key-name -> node id on stdout
 for k in $(seq 0 $((K - 1))); do NODES+=("$(register "agent_$k")"); done
 echo "registered $K SuperNode public keys: node ids ${NODES[*]}"
 
-# --- 4. the app project (pfwcp_nb.flower.write_app_project, as in notebook 10_flower)
+# --- 4. the app project (pfwcp_nb.federation.deploy.write_app_project, as in notebook 10g_federation_deploy)
 # agent-max-n: the n the operator agreed with each agent (here: the size of each agent's data file)
 if [ "$PIPELINE" = 1 ]; then
-  # the pipeline's app (pfwcp_nb.flower_pipeline.write_pipeline_app_project): gaussian, the training schedule, MC;
+  # the pipeline's app (pfwcp_nb.federation.deploy.write_pipeline_app_project): gaussian, the training schedule, MC;
   # agent-max-n, agent-max-train: the calibration and training points the operator agreed with each agent (here:
   # --cal-points and --train-points each)
   OUT="$T/data/pipeline.npz"
-  python -c 'import sys; from pfwcp_nb.flower_pipeline import write_pipeline_app_project
+  python -c 'import sys; from pfwcp_nb.federation.deploy import write_pipeline_app_project
 write_pipeline_app_project(sys.argv[1], {"dataset": "gaussian", "agent-nodes": sys.argv[2], "out": sys.argv[3],
                                          "train-kw": sys.argv[4], "node-timeout": 300.0, "round-timeout": 300.0,
                                          "agent-max-n": " ".join([sys.argv[5]] * len(sys.argv[2].split())),
@@ -188,14 +189,14 @@ write_pipeline_app_project(sys.argv[1], {"dataset": "gaussian", "agent-nodes": s
     "$T/app" "${NODES[*]}" "$OUT" "$TRAIN_KW" "$NCAL" "$NTRAIN"
   N1="$NCAL"
   # each agent's calibration budget: two PFWCP runs over agent 0's M test points; its training agreement
-  # (flower_pipeline.PIPELINE_NODE_CONFIG): the dataset and schedule the operator agreed with it, the seed (0)
+  # (federation.deploy.PIPELINE_NODE_CONFIG): the dataset and schedule the operator agreed with it, the seed (0)
   POLICY=" policy-max-test-weights=$((2 * M)) pipeline-dataset=\"gaussian\" pipeline-train-kw='$TRAIN_KW' pipeline-agents=$K pipeline-max-train=$NTRAIN"
 else
   OUT="$T/data/thresholds.npz"; POLICY=""
   NS=$(python -c 'import sys, numpy as np; print(" ".join(str(np.load(f"{sys.argv[1]}/agent_{k}.npz")["scores"].size)
                                                      for k in range(int(sys.argv[2]))))' "$T/data" "$K")
   read -r N1 _ <<< "$NS"
-  python -c 'import sys; from pfwcp_nb.flower import write_app_project
+  python -c 'import sys; from pfwcp_nb.federation.deploy import write_app_project
 write_app_project(sys.argv[1], {"test-weights": sys.argv[2], "out": sys.argv[3], "node-timeout": 300.0,
                                 "agent-nodes": sys.argv[4], "agent-max-n": sys.argv[5]})' \
     "$T/app" "$T/data/test_weights.npy" "$OUT" "${NODES[*]}" "$NS"

@@ -2,8 +2,8 @@
 """What a curious server still learns through the whole pipeline over Flower, measured with the third red team's attacks.
 
 usage: python scripts/flower_pipeline_attacks.py [--out results/flower_pipeline/attacks.json]
-Runs scripts/redteam/rows_bounded.py (training rows out of the ratio classifiers' updates, every round within
-`round_move`) and scripts/redteam/test_weights_bounded.py (test points out of one test-weights answer, ratio networks
+Runs scripts/redteam/attack_training_rows.py (training rows out of the ratio classifiers' updates, every round within
+`round_move`) and scripts/redteam/attack_test_weights.py (test points out of one test-weights answer, ratio networks
 drifted within `round_move`), each also in the variant that skips rounds (refused by the agents); writes the outcomes
 to OUT (.json) and a table beside it (.md)."""
 import argparse, json, re, subprocess, sys, time
@@ -11,12 +11,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = [  # (attack, script, arguments, what the variant does)
-    ("training rows", "rows_bounded.py", ["gaussian", "3"], "every round within the bound"),
-    ("training rows", "rows_bounded.py", ["concrete", "3"], "every round within the bound"),
-    ("training rows", "rows_bounded.py", ["gaussian", "3", "1"], "round 1, then a jump to the trap"),
-    ("test points", "test_weights_bounded.py", ["gaussian", "3", "rounds"], "600 rounds within the bound, then models"),
-    ("test points", "test_weights_bounded.py", ["gaussian", "11", "rounds"], "600 rounds within the bound, then models"),
-    ("test points", "test_weights_bounded.py", ["gaussian", "3", "skip"], "round 1, then the crafted models"),
+    ("training rows", "attack_training_rows.py", ["gaussian", "3"], "every round within the bound"),
+    ("training rows", "attack_training_rows.py", ["concrete", "3"], "every round within the bound"),
+    ("training rows", "attack_training_rows.py", ["gaussian", "3", "1"], "round 1, then a jump to the trap"),
+    ("test points", "attack_test_weights.py", ["gaussian", "3", "rounds"], "600 rounds within the bound, then models"),
+    ("test points", "attack_test_weights.py", ["gaussian", "11", "rounds"], "600 rounds within the bound, then models"),
+    ("test points", "attack_test_weights.py", ["gaussian", "3", "skip"], "round 1, then the crafted models"),
 ]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.flower_pipeline import simulate_pipeline
+from pfwcp_nb.federation.simulation import simulate_pipeline
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.pipeline import sample_draw, train_setup
 

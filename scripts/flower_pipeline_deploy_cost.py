@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.flower_pipeline import simulate_pipeline
+from pfwcp_nb.federation.simulation import simulate_pipeline
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.pipeline import sample_draw, train_setup
 
@@ -29,7 +29,7 @@ def import_seconds(repeat=3):
     out = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import pfwcp_nb.flower_pipeline"], check=True,
+        subprocess.run([sys.executable, "-c", "import pfwcp_nb.federation.deploy"], check=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
         out.append(time.perf_counter() - t0)
     return out
@@ -56,7 +56,7 @@ def table(r):
     out.append("")
     out.append(f"Seconds per message exchange in the deployment (training and set-up/calibration exchanges together): "
                f"{dep['seconds_per_exchange']:.1f}; a fresh interpreter importing the ClientApp's module "
-               f"(`pfwcp_nb.flower_pipeline`), which every deployed SuperNode does for every message: "
+               f"(`pfwcp_nb.federation.deploy`), which every deployed SuperNode does for every message: "
                f"{min(r['import_seconds']):.1f}-{max(r['import_seconds']):.1f}. Simulation: the ClientApps' own work, "
                f"summed over agents, {sum(r['simulation_client_seconds'].values()):.1f}. "
                f"Thresholds, deployment vs in process: max |diff| {r['deployment_thresholds_max_abs_diff']:.2g}; "

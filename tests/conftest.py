@@ -85,3 +85,13 @@ def _run_deploy_script(args, timeout: float):
 def run_deploy_script():
     "`run(args, timeout) -> (returncode, stdout, stderr)` of scripts/flower_deploy.sh (the deployment tests)."
     return _run_deploy_script
+
+
+@pytest.fixture
+def task_identity():
+    "Flower messages built outside Flower's runtime need a run identity (the runtime sets it): the federation tests."
+    from flwr.supercore.task_identity import TaskIdentity   # the flower extra: only tests that ask for it need it
+    old = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
+    yield
+    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = old

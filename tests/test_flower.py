@@ -1,4 +1,4 @@
-"PFWCP / osPFWCP over Flower (`pfwcp_nb.flower`): exact equality with the in-process estimators, what leaves a client, bad input, the optional extra, the localhost deployment (slow)."
+"PFWCP / osPFWCP over Flower (`pfwcp_nb.federation`): exact equality with the in-process estimators, what leaves a client, bad input, the optional extra, the localhost deployment (slow)."
 import json
 import re
 import os
@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from flwr.app import Context, RecordDict
-from flwr.supercore.task_identity import TaskIdentity
 
-import pfwcp_nb.flower as fl
-from pfwcp_nb.flower import (PROTOCOLS, agent_client_app, agent_reply, collect_summaries, pack, request,
-                             simulate_many, thresholds_over_flower, unpack)
+from pfwcp_nb.federation import deploy, simulation
+from pfwcp_nb.federation.protocol import PROTOCOLS, pack, request, unpack
+from pfwcp_nb.federation.agent import agent_client_app, agent_reply
+from pfwcp_nb.federation.server import collect_summaries, thresholds_over_flower
+from pfwcp_nb.federation.simulation import simulate_many
 from pfwcp_nb.query_policy import QueryPolicy, QueryRefused
 from pfwcp_nb.oneshot import OneShotMessage, OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary
@@ -97,19 +98,10 @@ def test_simulate_is_simulate_many_with_one_run(monkeypatch):
     def fake(scores, weights, test_weights, runs, **kw):
         seen.update(runs=runs, kw=kw)
         return [np.zeros(2)]
-    monkeypatch.setattr(fl, "simulate_many", fake)
-    fl.simulate([[1.0]], [None], np.ones((2, 1)), 0.2, 0.05, method="ospfwcp", n_steps=7)
+    monkeypatch.setattr(simulation, "simulate_many", fake)
+    simulation.simulate([[1.0]], [None], np.ones((2, 1)), 0.2, 0.05, method="ospfwcp", n_steps=7)
     assert seen["runs"] == [dict(alpha=0.2, delta=0.05, method="ospfwcp", n_steps=7)]
     assert seen["kw"] == dict(actors=1, timings=None)
-
-
-@pytest.fixture
-def task_identity():
-    "Messages built outside Flower's runtime need a run identity (the runtime sets it)."
-    old = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
-    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
-    yield
-    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = old
 
 
 class InProcessGrid:
@@ -221,8 +213,9 @@ def test_simulate_many_bad_input_fails_before_starting_flower(change, match):
         simulate_many(**{**GOOD, **change})
 
 
-def test_without_flwr_the_import_names_the_extra():
-    code = "import sys; sys.modules['flwr'] = None; import pfwcp_nb.flower"
+@pytest.mark.parametrize("module", ["protocol", "agreement", "agent", "server", "training", "simulation", "deploy"])
+def test_without_flwr_the_import_names_the_extra(module):
+    code = "import sys; sys.modules['flwr'] = None; import pfwcp_nb.federation." + module
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode != 0
@@ -266,7 +259,7 @@ def _run_in_process(monkeypatch):
         seen["K"] = num_supernodes
         grid = InProcessGrid(client, {100 + k: k for k in range(num_supernodes)})
         server(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}))
-    monkeypatch.setattr(fl, "run_simulation", fake_run_simulation)
+    monkeypatch.setattr(simulation, "run_simulation", fake_run_simulation)
     return seen
 
 
@@ -277,8 +270,8 @@ def test_simulate_weights_none_means_ones_for_every_agent(task_identity, monkeyp
     ones = [np.ones(len(s)) for s in scores]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        q_none = fl.simulate(scores, None, tw, 0.1, 0.1, method=method)
-        q_entries = fl.simulate(scores, [None] * 3, tw, 0.1, 0.1, method=method)
+        q_none = simulation.simulate(scores, None, tw, 0.1, 0.1, method=method)
+        q_entries = simulation.simulate(scores, [None] * 3, tw, 0.1, 0.1, method=method)
     assert seen["K"] == 3
     np.testing.assert_array_equal(q_none, in_process(scores, ones, tw, method, 0.1))
     np.testing.assert_array_equal(q_entries, q_none)
@@ -299,12 +292,15 @@ def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path
           "agent-max-n": "30 30 30"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fl.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
+        deploy.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
     got = np.load(tmp_path / "q.npz")
-    assert sorted(got.files) == ["ospfwcp-ccc", "ospfwcp-mc", "pfwcp-ccc", "pfwcp-mc"]
+    runs = ["ospfwcp-ccc", "ospfwcp-mc", "pfwcp-ccc", "pfwcp-mc"]
+    assert sorted(got.files) == sorted(["events"] + runs + [f"{r}-agents" for r in runs])
+    assert json.loads(str(got["events"])) == []                      # nobody left out
     for me in PROTOCOLS:
-        for cr, de in (("mc", None), ("ccc", fl.RUN_CONFIG["delta"][0])):
+        for cr, de in (("mc", None), ("ccc", deploy.RUN_CONFIG["delta"][0])):
             np.testing.assert_array_equal(got[f"{me}-{cr}"], in_process(scores, weights, tw, me, de))
+            np.testing.assert_array_equal(got[f"{me}-{cr}-agents"], [0, 1, 2])
 
 
 @pytest.mark.parametrize("rc, match", [
@@ -315,29 +311,29 @@ def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path
 ])
 def test_run_config_bad_keys_are_named(rc, match):
     with pytest.raises(ValueError, match=match):
-        fl.run_config_values(rc)
+        deploy.run_config_values(rc)
     with pytest.raises(ValueError, match=match):
-        fl.app_pyproject(rc)
+        deploy.app_pyproject(rc)
 
 
 def test_every_run_config_key_has_a_default_or_is_required_and_documented():
-    assert set(fl.RUN_CONFIG) == {"alpha", "delta", "node-timeout", "test-weights", "out", "agent-nodes", "agent-max-n",
-                                  "score-range"}
-    assert all(isinstance(what, str) and what for _, what in fl.RUN_CONFIG.values())
-    assert fl.run_config_values({"test-weights": "a", "out": "b", "agent-nodes": "3", "agent-max-n": "9"})["node-timeout"] == 120.0
+    assert set(deploy.RUN_CONFIG) == {"alpha", "delta", "node-timeout", "test-weights", "out", "agent-nodes", "agent-max-n",
+                                      "score-range", "weight-range"}
+    assert all(isinstance(what, str) and what for _, what in deploy.RUN_CONFIG.values())
+    assert deploy.run_config_values({"test-weights": "a", "out": "b", "agent-nodes": "3", "agent-max-n": "9"})["node-timeout"] == 120.0
 
 
 def test_written_app_project_is_the_one_flwr_run_reads(tmp_path):
     rc = {"test-weights": str(tmp_path / 'we"ird path' / "tw.npy"), "out": "q.npz", "node-timeout": 300,
           "agent-nodes": "5 6", "agent-max-n": "40 40"}
-    p = fl.write_app_project(tmp_path / "app", rc)
+    p = deploy.write_app_project(tmp_path / "app", rc)
     app = tomli.loads(p.read_text())
-    assert app["tool"]["flwr"]["app"]["components"] == {"serverapp": "pfwcp_nb.flower:server_app",
-                                                        "clientapp": "pfwcp_nb.flower:client_app"}
-    assert app["tool"]["flwr"]["app"]["config"] == {**fl.run_config_values(rc), "node-timeout": 300.0}
+    assert app["tool"]["flwr"]["app"]["components"] == {"serverapp": "pfwcp_nb.federation.deploy:server_app",
+                                                        "clientapp": "pfwcp_nb.federation.deploy:client_app"}
+    assert app["tool"]["flwr"]["app"]["config"] == {**deploy.run_config_values(rc), "node-timeout": 300.0}
     # the deployment script writes its project with this function, not with a copy of the TOML
     script = (ROOT / "scripts/flower_deploy.sh").read_text()
-    assert "write_app_project" in script and "pfwcp_nb.flower:server_app" not in script   # (its foreign app is not ours)
+    assert "write_app_project" in script and "pfwcp_nb.federation.deploy:server_app" not in script   # (its foreign app is not ours)
 
 
 # ---------------------------------------------------------------- issue 18: the two bugs, options checked first
@@ -356,7 +352,7 @@ def test_select_rules_and_grid_work_over_flower(task_identity, monkeypatch, run)
     opts = {k: v for k, v in run.items() if k not in ("method", "delta")}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got = fl.simulate(scores, weights, tw, 0.1, run.get("delta"), method=run["method"], **opts)
+        got = simulation.simulate(scores, weights, tw, 0.1, run.get("delta"), method=run["method"], **opts)
         ref = in_process(scores, weights, tw, run["method"], run.get("delta"), **opts)
     assert seen["K"] == 4
     np.testing.assert_array_equal(got, ref)
@@ -376,7 +372,7 @@ def test_select_rules_and_grid_work_over_flower(task_identity, monkeypatch, run)
 def test_every_option_is_checked_before_flower_starts(monkeypatch, run, match):
     def no_flower(*a, **k):
         raise AssertionError("Flower was started before the options were checked")
-    monkeypatch.setattr(fl, "run_simulation", no_flower)
+    monkeypatch.setattr(simulation, "run_simulation", no_flower)
     with pytest.raises(ValueError, match=match):
         simulate_many(**{**GOOD, "runs": [run]})
 
@@ -549,16 +545,22 @@ def test_deployed_main_refuses_an_agent_above_its_configured_n_and_a_bad_score_r
     rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
           "agent-max-n": "30 30 20"}
     ctx = lambda rc: Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc)
-    with pytest.raises(ValueError, match=re.escape("agent 2 (node 9): field `n`=30 is above the operator's cap 20")):
-        fl.deployed_main(grid, ctx(rc))
-    with pytest.raises(ValueError, match="`agent-max-n` must be 3 positive integers"):
-        fl.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30"}))
-    with pytest.raises(ValueError, match="`score-range` must be 'low high'"):
-        fl.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30 30", "score-range": "1"}))
-    with pytest.raises(ValueError, match=r"agent 0 \(node 7\): field `quantiles` holds .* outside the protocol's score "
-                                         r"range \[0.0, 0.5\]"), warnings.catch_warnings():
+    with warnings.catch_warnings():     # agent 2 claims more points than agreed: left out, the others calibrate
         warnings.simplefilter("ignore")
-        fl.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30 30", "score-range": "0 0.5"}))
+        deploy.deployed_main(grid, ctx(rc))
+    got = np.load(tmp_path / "q.npz")
+    assert any("agent 2 (node 9): field `n`=30 is above the operator's cap 20" in e and e.endswith("left out")
+               for e in json.loads(str(got["events"])))
+    np.testing.assert_array_equal(got["pfwcp-mc-agents"], [0, 1])
+    np.testing.assert_array_equal(got["pfwcp-mc"], in_process(scores[:2], weights[:2], tw[:, :2], "pfwcp", None))
+    with pytest.raises(ValueError, match="`agent-max-n` must be 3 positive integers"):
+        deploy.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30"}))
+    with pytest.raises(ValueError, match="`score-range` must be 'low high'"):
+        deploy.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30 30", "score-range": "1"}))
+    with pytest.raises(RuntimeError, match=r"agent 0 \(node 7\): field `quantiles` holds .* outside the protocol's score "
+                                           r"range \[0.0, 0.5\]"), warnings.catch_warnings():   # the test agent: no calibration
+        warnings.simplefilter("ignore")
+        deploy.deployed_main(grid, ctx({**rc, "agent-max-n": "30 30 30", "score-range": "0 0.5"}))
 
 
 def test_a_deployed_agent_answers_one_shot_levels_of_its_node_config_only(tmp_path):
@@ -566,9 +568,9 @@ def test_a_deployed_agent_answers_one_shot_levels_of_its_node_config_only(tmp_pa
     np.savez(tmp_path / "a.npz", scores=np.arange(1.0, 101.0), weights=np.ones(100))
     cfg = {"partition-id": 1, "data-path": str(tmp_path / "a.npz"), "policy-n1": 100}
     ctx = Context(run_id=1, node_id=5, node_config=cfg, state=RecordDict(), run_config={})
-    pol = fl.load_node_policy(ctx)
+    pol = deploy.load_node_policy(ctx)
     with pytest.raises(QueryRefused, match="not an agreed one-shot level"):
-        agent_reply(fl.load_node_agent(ctx), request("oneshot", beta_breve=0.999999), pol)
+        agent_reply(deploy.load_node_agent(ctx), request("oneshot", beta_breve=0.999999), pol)
     for de in (None, 0.1):
         level = OneShotPFWCP(0.1, de).plan([AgentCalibration(np.arange(1.0, 101.0)).summary()] * 3)
-        agent_reply(fl.load_node_agent(ctx), request("oneshot", beta_breve=level), fl.load_node_policy(ctx))
+        agent_reply(deploy.load_node_agent(ctx), request("oneshot", beta_breve=level), deploy.load_node_policy(ctx))

@@ -1,4 +1,4 @@
-"The Fleet-only proxy (`pfwcp_nb.flower.fleet_proxy_app`) against the red team's attacks: exact Fleet routes on the raw path, no redirect naming the SuperLink, SuperNode headers before the body, bounded bodies (Content-Length and chunked)."
+"The Fleet-only proxy (`pfwcp_nb.federation.network.fleet_proxy_app`) against the red team's attacks: exact Fleet routes on the raw path, no redirect naming the SuperLink, SuperNode headers before the body, bounded bodies (Content-Length and chunked)."
 import inspect
 import re
 
@@ -9,8 +9,9 @@ from flwr.supercore.constant import FLEET_HTTP_PUBLIC_KEY_HEADER, FLEET_HTTP_SIG
 from flwr.supernode import fleet_http_client
 from starlette.testclient import TestClient
 
-import pfwcp_nb.flower as fl
-from pfwcp_nb.flower import FLEET_ROUTES, MAX_FLEET_BODY, NODE_AUTH_HEADERS, fleet_proxy_app
+from pfwcp_nb.federation import network
+from pfwcp_nb.federation.protocol import MAX_JSON_CHARS
+from pfwcp_nb.federation.network import FLEET_ROUTES, MAX_FLEET_BODY, NODE_AUTH_HEADERS, fleet_proxy_app
 
 AUTH = dict.fromkeys(NODE_AUTH_HEADERS, "x")   # present; the SuperLink verifies them, the proxy checks presence
 
@@ -24,7 +25,7 @@ def upstream(monkeypatch):
     def handler(request):
         seen.append((request.url.raw_path, request.content))
         return httpx.Response(reply["status"], headers=reply["headers"], content=b"ok")
-    monkeypatch.setattr(fl.httpx, "AsyncClient",
+    monkeypatch.setattr(network.httpx, "AsyncClient",
                         lambda base_url, **kw: real(base_url=base_url, transport=httpx.MockTransport(handler)))
     return seen, reply
 
@@ -91,7 +92,7 @@ def test_bodies_above_the_limit_are_refused_with_or_without_content_length(upstr
         assert r.status_code == 413 and "max_body=4096" in r.text and seen == []
         ok = tc.post("/v1/fleet/push-object", headers=AUTH, content=iter([b"y" * 2000] * 2) if chunked else b"y" * 4096)
     assert ok.status_code == 200 and len(seen[0][1]) in (4000, 4096)
-    assert MAX_FLEET_BODY >= fl.MAX_JSON_CHARS   # a message the server accepts fits through the proxy
+    assert MAX_FLEET_BODY >= MAX_JSON_CHARS   # a message the server accepts fits through the proxy
 
 
 def test_proxy_options_are_checked():

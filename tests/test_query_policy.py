@@ -5,7 +5,8 @@ import multiprocessing as mp
 import numpy as np
 import pytest
 
-from pfwcp_nb.flower import agent_reply, request
+from pfwcp_nb.federation.agent import agent_reply
+from pfwcp_nb.federation.protocol import request
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import AgentCalibration
 from pfwcp_nb.procedure import paper_grid
@@ -123,7 +124,7 @@ def test_score_recovery_attack(seed):
 
 
 def test_recovered_score_counts_over_seeds_are_reported(capsys):
-    # the numbers quoted in notebook 10_flower and the README: 100 agents' worth of seeds, default policy
+    # the numbers quoted in notebook 03b_query_policy and the README: 100 agents' worth of seeds, default policy
     counts = np.array([recovered_scores(*agent(seed), QueryPolicy()) for seed in range(100)])
     test1 = np.array([recovered_scores(agent(seed, ones=True)[0], None, QueryPolicy(test_agent=True)) for seed in range(100)])
     print(f"default policy: recovered {counts.min()}-{counts.max()} of 100 scores (median {np.median(counts):.0f}); "

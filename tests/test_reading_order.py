@@ -23,19 +23,31 @@ def notebook_modules(nbs=NBS) -> dict:
     return out
 
 
-def package_imports(path: Path) -> set:
-    "Modules of the package a module imports (`from .x import`, `from pfwcp_nb.x import`, `import pfwcp_nb.x`)."
+def module_path(mod: str, pkg=PKG) -> Path:
+    "The file of module `mod` (dotted under the package: 'pfwcp', 'federation.server')."
+    return pkg.joinpath(*mod.split(".")).with_suffix(".py")
+
+
+def package_imports(path: Path, mod: str | None = None, pkg=PKG) -> set:
+    """Modules of the package (dotted names under it) that module `mod` (file `path`) imports: `from .x import`,
+    `from ..x import` in a subpackage, `from pfwcp_nb.x import`, `import pfwcp_nb.x`."""
+    parts = (mod or path.stem).split(".")[:-1]                       # the importing module's subpackage
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and node.module:
-                found.add(node.module.split(".")[0])
+            if node.level >= 1:
+                base = parts[:len(parts) - node.level + 1]
+                if node.module:
+                    found.add(".".join(base + node.module.split(".")))
+                else:                                               # `from . import x`
+                    found |= {".".join(base + [a.name]) for a in node.names
+                              if module_path(".".join(base + [a.name]), pkg).exists()}
             elif node.module and node.module.startswith("pfwcp_nb."):
-                found.add(node.module.split(".")[1])
-            elif node.level == 1 or node.module == "pfwcp_nb":     # `from . import x` / `from pfwcp_nb import x`
-                found |= {a.name for a in node.names if (PKG / f"{a.name}.py").exists()}
+                found.add(node.module[len("pfwcp_nb."):])
+            elif node.module == "pfwcp_nb":                         # `from pfwcp_nb import x`
+                found |= {a.name for a in node.names if module_path(a.name, pkg).exists()}
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("pfwcp_nb.")}
+            found |= {a.name[len("pfwcp_nb."):] for a in node.names if a.name.startswith("pfwcp_nb.")}
     return found
 
 
@@ -46,7 +58,7 @@ def backward_imports(nbs=NBS, pkg=PKG) -> list:
     nb_of = {m: nb for nb, m in mods.items()}
     bad = []
     for nb, mod in mods.items():
-        for imp in sorted(package_imports(pkg / f"{mod}.py")):
+        for imp in sorted(package_imports(module_path(mod, pkg), mod, pkg)):
             if imp in rank and rank[imp] > rank[mod]:
                 bad.append((nb, mod, imp, nb_of[imp]))
     return bad
@@ -55,7 +67,8 @@ def backward_imports(nbs=NBS, pkg=PKG) -> list:
 def test_every_module_has_one_notebook():
     mods = notebook_modules()
     assert len(set(mods.values())) == len(mods), "two notebooks export the same module"
-    exported = {p.stem for p in PKG.glob("*.py")} - {"__init__", "_modidx"}
+    exported = {".".join(p.relative_to(PKG).with_suffix("").parts) for p in PKG.rglob("*.py")
+                if p.stem not in ("__init__", "_modidx")}
     assert exported == set(mods.values()), exported ^ set(mods.values())
 
 
@@ -67,7 +80,7 @@ def test_no_module_imports_a_later_notebooks_module():
 def test_index_reading_order_table_is_the_file_order():
     cells = json.loads((NBS / "index.ipynb").read_text())["cells"]
     table = next("".join(c["source"]) for c in cells if "".join(c["source"]).startswith("## Reading order"))
-    rows = re.findall(r"^\| `([0-9]\w*)` \| `pfwcp_nb\.(\w+)`", table, re.M)
+    rows = re.findall(r"^\| `([0-9]\w*)` \| `pfwcp_nb\.([\w.]+)`", table, re.M)
     assert rows == list(notebook_modules().items())
 
 
@@ -83,6 +96,14 @@ def test_the_check_fails_on_a_backward_import(tmp_path):
     assert backward_imports(nbs, pkg) == [("00_a", "a", "b", "01_b")]
     (pkg / "a.py").write_text("import numpy\n")
     assert backward_imports(nbs, pkg) == []
+
+
+def test_the_check_sees_relative_imports_in_a_subpackage(tmp_path):
+    "A subpackage module's `from ..x import` and `from .y import` are found under their dotted names."
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "m.py").write_text("from ..pfwcp import f\nfrom .protocol import g\nfrom . import h\n")
+    (tmp_path / "sub" / "h.py").write_text("")
+    assert package_imports(tmp_path / "sub" / "m.py", "sub.m", tmp_path) == {"pfwcp", "sub.protocol", "sub.h"}
 
 
 def test_oneshot_message_lives_with_ospfwcp():

@@ -4,8 +4,11 @@ warnings.simplefilter("ignore")
 from flwr.app import Context, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
-from pfwcp_nb.flower_pipeline import (PIPE, TaskPlan, TrainingAgreement, _pipe, plan_tasks, agent_query, agent_train,
-                                      federation_data, initial_networks)
+from pfwcp_nb.federation.protocol import PIPE, _pipe
+from pfwcp_nb.federation.plan import TaskPlan, plan_tasks, initial_networks
+from pfwcp_nb.federation.agreement import TrainingAgreement
+from pfwcp_nb.federation.agent import agent_query, agent_train
+from pfwcp_nb.federation.simulation import federation_data
 
 def setup(dataset="gaussian", K=3, n_train=50, n_test=100, train_kw=None, ks=(0, 1), y_mean=0.0, y_std=1.0):
     "Honest set-up of agents ks (features message with the agreed plans). Returns data, {k: ctx}, ag, plans."

@@ -4,11 +4,11 @@
 # increasing in x_c only -> the server inverts each column of the answer (bisection on its own copy of the weights).
 # mode "rounds": rounds 2..T each move <= 8e-3*0.999 (then models one round later): the bound respected round by round.
 # mode "skip":   round 1 (honest), then the models message at once (refused since rounds must come one after the other).
-# usage: python scripts/redteam/test_weights_bounded.py [dataset=gaussian] [K=3] [mode=skip|rounds] [s=0.1]
+# usage: python scripts/redteam/attack_test_weights.py [dataset=gaussian] [K=3] [mode=skip|rounds] [s=0.1]
 import sys, os, time, numpy as np, torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import setup, train, _pipe, agent_query
-from pfwcp_nb.flower_pipeline import round_move, initial_networks, TaskPlan
+from pfwcp_nb.federation.plan import round_move, initial_networks, TaskPlan
 from pfwcp_nb.density_ratio import pairwise_ratio_functions, RatioFeatures
 dataset = sys.argv[1] if len(sys.argv) > 1 else "gaussian"
 K = int(sys.argv[2]) if len(sys.argv) > 2 else 3

@@ -7,11 +7,11 @@
 # Bins between thresholds measured in the same round give sum e and sum e*x of their rows; known rows are peeled off
 # exactly (the server recomputes their e_i from the network it sent); a bin whose remainder satisfies
 # e(xhat) == N (xhat = S/N) holds exactly one row -> recovered exactly. Other bins are split at their e-weighted mean.
-# usage: python scripts/redteam/rows_bounded.py [dataset=gaussian] [K=3] [skip=0]   (skip=1: jump round 1 -> round R0+1)
+# usage: python scripts/redteam/attack_training_rows.py [dataset=gaussian] [K=3] [skip=0]   (skip=1: jump round 1 -> round R0+1)
 import sys, os, time, numpy as np, torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import setup, train
-from pfwcp_nb.flower_pipeline import round_move, initial_networks
+from pfwcp_nb.federation.plan import round_move, initial_networks
 dataset = sys.argv[1] if len(sys.argv) > 1 else "gaussian"
 K = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 SKIP = len(sys.argv) > 3 and sys.argv[3] == "1"

@@ -1,0 +1,204 @@
+"""The deployed calibration goes on without a bad agent (issue 30 item 3): an agent that is offline, refuses, fails or
+answers invalidly is logged and left out, Procedure 1 runs again over those that answered, every completed run is
+written at once, and an offline agent is reported as offline (not as "a reply from node 1, which was not asked")."""
+import json
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from flwr.app import Context, Error, Message, RecordDict
+from flwr.common.constant import ErrorCode
+from flwr.server.superlink.linkstate.utils import create_message_error_unavailable_res_message
+
+from pfwcp_nb.federation import deploy
+from pfwcp_nb.federation.agent import agent_client_app
+from pfwcp_nb.federation.server import calibrate_federation, capped_agg_weights, collect_summaries
+from pfwcp_nb.oneshot import OneShotPFWCP
+from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
+from pfwcp_nb.query_policy import QueryPolicy
+
+NODES = [7, 8, 9]
+
+
+class FleetGrid:
+    """A Grid stand-in as the SuperLink behaves: message ids set when pushed, an agent's exception an error reply from
+    its node, a node in `offline` answered by the SuperLink itself (node 1, NODE_UNAVAILABLE), `absent` nodes not
+    connected; `tamper(node, reply dict)` changes one agent's JSON."""
+    def __init__(self, app, offline=(), absent=(), tamper=None, nodes=NODES):
+        self.app, self.offline, self.absent, self.tamper, self.nodes = app, set(offline), set(absent), tamper, nodes
+
+    def get_node_ids(self):
+        return [n for n in self.nodes if n not in self.absent]
+
+    def send_and_receive(self, messages, timeout=None):
+        out = []
+        for msg in messages:
+            msg.metadata.__dict__["_message_id"] = msg.object_id        # what Flower's push does
+            node = msg.metadata.dst_node_id
+            if node in self.offline:
+                out.append(create_message_error_unavailable_res_message(msg.metadata, "node_unavail"))
+                continue
+            ctx = Context(run_id=1, node_id=node, node_config={"partition-id": self.nodes.index(node)}, state=RecordDict(),
+                          run_config={})
+            try:
+                rep = self.app(msg, ctx)
+            except Exception as e:                                        # the ClientApp's process reports it
+                rep = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=f"{type(e).__name__}: {e}"),
+                              reply_to=msg)
+            if self.tamper is not None and not rep.has_error():
+                rec = rep.content.config_records["pfwcp"]
+                rec["json"] = json.dumps(self.tamper(node, json.loads(rec["json"])))
+            out.append(rep)
+        return out
+
+
+def federation(seed=3, K=3, n=40, m=9):
+    rng = np.random.default_rng(seed)
+    scores = [rng.gamma(2.0, size=n) for _ in range(K)]
+    weights = [np.ones(n)] + [rng.lognormal(0, 1, size=n) for _ in range(K - 1)]
+    tw = rng.lognormal(0, 1, size=(m, K)); tw[:, 0] = 1.0
+    return scores, weights, tw
+
+
+def app_for(scores, weights, policies=None):
+    agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+    policies = policies or [QueryPolicy(test_agent=(k == 0)) for k in range(len(agents))]
+    part = lambda ctx: int(ctx.node_config["partition-id"])
+    return agent_client_app(lambda ctx: agents[part(ctx)], lambda ctx: policies[part(ctx)])
+
+
+def in_process(scores, weights, tw, ks, method="pfwcp", delta=None):
+    "The in-process estimator over agents `ks` only (their columns of the test weights)."
+    Est = PFWCP if method == "pfwcp" else OneShotPFWCP
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Est(0.1, delta).calibrate([AgentCalibration(scores[k], weights[k]) for k in ks]).threshold(tw[:, ks])
+
+
+RUNS = {f"{me}-{cr}": dict(method=me, alpha=0.1, delta=de) for me in ("pfwcp", "ospfwcp")
+        for cr, de in (("mc", None), ("ccc", 0.1))}
+
+
+def calibrate(grid, tw, runs=RUNS, saved=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return calibrate_federation(grid, NODES, tw, runs, [40, 40, 40], timeout=0.2,
+                                    save=None if saved is None else lambda out, ev: saved.append(sorted(out)))
+
+
+def test_an_offline_agent_is_reported_as_offline_not_as_node_1(task_identity):
+    scores, weights, tw = federation()
+    grid = FleetGrid(app_for(scores, weights), offline={9})
+    with pytest.raises(RuntimeError, match=re.escape("agent 2 (node 9) is offline: Error: Node Unavailable")):
+        collect_summaries(grid, 3, nodes=NODES)
+
+
+@pytest.mark.parametrize("how", ["offline", "absent"])
+def test_calibration_goes_on_without_an_offline_agent(task_identity, how):
+    scores, weights, tw = federation()
+    grid = FleetGrid(app_for(scores, weights), **{how: {9}})
+    out, events = calibrate(grid, tw)
+    assert any(e.startswith(("summaries: agent 2 (node 9) is offline", "connect: agent 2 (node 9) is offline"))
+               for e in events), events
+    for name, run in RUNS.items():
+        assert out[f"{name}-agents"].tolist() == [0, 1]
+        np.testing.assert_array_equal(out[name], in_process(scores, weights, tw, [0, 1], run["method"], run["delta"]))
+
+
+def test_a_liar_in_the_message_round_is_left_out_and_procedure_1_runs_again(task_identity):
+    # agent 1's summary is honest; its PFWCP quantiles are negative (below the score range): refused, left out of the
+    # PFWCP runs, which calibrate again over agents 0 and 2; its one-shot messages are honest, so it stays in those
+    scores, weights, tw = federation()
+    lie = lambda node, d: ({**d, "quantiles": [-1.0] * len(d["quantiles"])} if node == 8 and d["type"] == "AgentMessage"
+                           else d)
+    grid = FleetGrid(app_for(scores, weights), tamper=lie)
+    out, events = calibrate(grid, tw)
+    assert any("agent 1 (node 8): field `quantiles` holds -1.0, outside the protocol's score range" in e for e in events)
+    assert "calibration: agent(s) [1] left out of this run; Procedure 1 again over agents [0, 2]" in events
+    for name, run in RUNS.items():
+        ks = [0, 2] if run["method"] == "pfwcp" else [0, 1, 2]
+        assert out[f"{name}-agents"].tolist() == ks
+        np.testing.assert_array_equal(out[name], in_process(scores, weights, tw, ks, run["method"], run["delta"]))
+
+
+def test_each_completed_run_is_saved_before_the_test_agent_refuses(task_identity):
+    # the test agent's policy answers one one-shot message: the fourth run (a second osPFWCP) cannot calibrate, and the
+    # three runs before it are already written
+    scores, weights, tw = federation()
+    pols = [QueryPolicy(test_agent=True, max_oneshot=1), QueryPolicy(), QueryPolicy()]
+    saved = []
+    with pytest.raises(RuntimeError, match=r"the test agent \(agent 0\) is not among the agents that answered.*"
+                                           r"agent 0 \(node 7\) refused or failed"):
+        calibrate(FleetGrid(app_for(scores, weights, pols)), tw, saved=saved)
+    assert [len(s) for s in saved] == [2, 4, 6]                   # thresholds and agents, run after run
+
+
+def test_deployed_main_writes_the_runs_and_the_log(task_identity, tmp_path):
+    scores, weights, tw = federation()
+    np.save(tmp_path / "tw.npy", tw)
+    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
+          "agent-max-n": "40 40 40", "node-timeout": 0.2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        deploy.deployed_main(FleetGrid(app_for(scores, weights), offline={8}),
+                             Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
+    got = np.load(tmp_path / "q.npz")
+    assert any("agent 1 (node 8) is offline" in e for e in json.loads(str(got["events"])))
+    np.testing.assert_array_equal(got["pfwcp-mc"], in_process(scores, weights, tw, [0, 2]))
+    assert not (tmp_path / "q.npz.tmp").exists()
+
+
+def test_plus_inf_must_agree_with_the_declared_weight_total(task_identity):
+    # issue 30 item 2: agent 1 answers +inf at every test point; its own summary's W says most are scores: refused
+    scores, weights, tw = federation()
+    lie = lambda node, d: {**d, "quantiles": ["inf"] * len(d["quantiles"])} if node == 8 and d["type"] == "AgentMessage" else d
+    out, events = calibrate(FleetGrid(app_for(scores, weights), tamper=lie), tw)
+    assert any("agent 1 (node 8): field `quantiles` is +inf where the mass at +inf t/(W+t) is below beta" in e
+               for e in events), events
+    assert out["pfwcp-mc-agents"].tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("W", [1e300, 1e-300])
+def test_a_weight_total_outside_the_agreed_range_is_left_out(task_identity, W):
+    scores, weights, tw = federation()
+    lie = lambda node, d: {**d, "weight_total": W} if node == 9 and d["type"] == "AgentSummary" else d
+    out, events = calibrate(FleetGrid(app_for(scores, weights), tamper=lie), tw)
+    assert any(e.startswith("summaries: an invalid answer: agent 2 (node 9): field `weight_total`") and
+               "outside the agreed range" in e for e in events), events
+    assert all(out[f"{name}-agents"].tolist() == [0, 1] for name in RUNS)
+
+
+def test_the_robust_option_caps_an_agents_aggregation_weight(task_identity):
+    # agent 3's n_eff is far above the others': with agg_cap=1 it counts as the median of agents 1..3, and the run
+    # equals the in-process PFWCP with those aggregation weights
+    scores, weights, tw = federation(K=4)
+    weights[3] = np.ones_like(weights[3])                              # n_eff = n, the others' are smaller
+    agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+    n_eff = np.array([a.summary().n_eff for a in agents])
+    w = capped_agg_weights([a.summary() for a in agents], 1.0)
+    assert w[3] == pytest.approx(np.median(n_eff[1:]) / (n_eff[0] + n_eff[1:3].sum() + np.median(n_eff[1:])))
+    assert w[3] < n_eff[3] / n_eff.sum()
+    nodes = [7, 8, 9, 10]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out, _ = calibrate_federation(FleetGrid(app_for(scores, weights), nodes=nodes), nodes, tw,
+                                      {"pfwcp-mc": dict(method="pfwcp", alpha=0.1, delta=None, agg_cap=1.0)}, [40] * 4,
+                                      timeout=0.2)
+        ref = PFWCP(0.1, None, agg_weights=w).calibrate(agents).threshold(tw)
+    np.testing.assert_array_equal(out["pfwcp-mc"], ref)
+
+
+def test_the_one_liar_script_refuses_bad_arguments():
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "scripts" / "redteam" / "attack_one_liar.py"), "--seeds", "0"],
+                       capture_output=True, text=True, cwd=root)
+    assert r.returncode == 2 and "usage:" in r.stderr and "--seeds" in r.stderr
+    stored = json.loads((root / "results" / "flower_pipeline" / "one_liar.json").read_text())
+    t = stored["table"]                                  # the robust option with a tight agreed weight range: one liar
+    for run in ("pfwcp-mc", "pfwcp-ccc", "ospfwcp-mc", "ospfwcp-ccc"):   # moves coverage <= 2 points, the infinite share <= 5
+        honest, liar = t[f"honest/-/{run}"], t[f"tight+cap2/inf/{run}"]
+        assert abs(liar["coverage"] - honest["coverage"]) <= 0.02 and liar["infinite_share"] - honest["infinite_share"] <= 0.05

@@ -1,0 +1,128 @@
+"""The Fleet-only proxy against a stranger who would starve it (issue 30 item 1): 40 idle connections with unfinished
+request heads, held open, do not stop an honest request; such connections are closed after `header_timeout`; a slow body
+gets 408; connections of one address above `max_per_client` are closed at once; requests in flight are bounded."""
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+
+from pfwcp_nb.federation import network
+from pfwcp_nb.federation.network import NODE_AUTH_HEADERS, fleet_proxy_server
+
+AUTH = dict.fromkeys(NODE_AUTH_HEADERS, "x")
+HEAD = b"POST /v1/fleet/pull-messages HTTP/1.1\r\nHost: link\r\nflwr-public-key: x\r\n"   # never finished
+
+
+@pytest.fixture
+def proxy(monkeypatch):
+    "Start a proxy (plain HTTP on loopback) in a thread in front of a fake SuperLink; yields (port, start(**limits))."
+    real = httpx.AsyncClient
+    monkeypatch.setattr(network.httpx, "AsyncClient", lambda base_url, **kw: real(
+        base_url=base_url, transport=httpx.MockTransport(lambda r: httpx.Response(200, content=b"ok"))))
+    servers = []
+
+    def start(**limits):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+        server = fleet_proxy_server("https://127.0.0.1:9", port, **limits)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        for _ in range(200):
+            if server.started: break
+            time.sleep(0.05)
+        assert server.started, "the proxy did not start"
+        servers.append((server, thread))
+        return port
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(10)
+
+
+def idle(port, n):
+    "n connections that send part of a request head and then nothing."
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(HEAD)
+        socks.append(s)
+    return socks
+
+
+def closed(sock, wait=20.0) -> bool:
+    "Whether the server closed the connection within `wait` seconds (recv returns b'' or the connection resets)."
+    sock.settimeout(wait)
+    try:
+        return sock.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_forty_idle_connections_do_not_stop_an_honest_request(proxy):
+    port = proxy(header_timeout=60.0)
+    socks = idle(port, 40)
+    try:
+        for _ in range(3):                                   # three honest requests while the 40 are held
+            r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=AUTH, content=b"{}", timeout=30)
+            assert (r.status_code, r.content) == (200, b"ok")
+    finally:
+        for s in socks: s.close()
+
+
+def test_an_unfinished_request_head_is_closed_after_the_header_timeout(proxy):
+    port = proxy(header_timeout=0.5)
+    socks = idle(port, 3)
+    try:
+        assert all(closed(s) for s in socks)
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=AUTH, content=b"{}", timeout=30)
+        assert r.status_code == 200                          # an honest request afterwards is served
+    finally:
+        for s in socks: s.close()
+
+
+def test_a_slow_body_gets_408(proxy):
+    port = proxy(body_timeout=0.5)
+    s = socket.create_connection(("127.0.0.1", port))
+    try:
+        s.sendall(b"POST /v1/fleet/push-messages HTTP/1.1\r\nHost: link\r\n" +
+                  b"".join(f"{h}: x\r\n".encode() for h in NODE_AUTH_HEADERS) + b"Content-Length: 100\r\n\r\n" + b"x" * 10)
+        s.settimeout(20)
+        assert s.recv(1024).startswith(b"HTTP/1.1 408")
+    finally:
+        s.close()
+
+
+def test_connections_above_the_per_client_limit_are_closed_at_once(proxy):
+    port = proxy(max_per_client=5, header_timeout=60.0)
+    socks = idle(port, 5)
+    extra = socket.create_connection(("127.0.0.1", port))
+    try:
+        assert closed(extra)
+        assert not closed(socks[0], wait=0.5)                # the first five are still open
+    finally:
+        extra.close()
+        for s in socks: s.close()
+
+
+def test_requests_in_flight_are_bounded(proxy):
+    # max_inflight=1: while one request's body is still being read, a second request gets 503 at once
+    port = proxy(max_inflight=1, body_timeout=60.0)
+    s = socket.create_connection(("127.0.0.1", port))
+    try:
+        s.sendall(b"POST /v1/fleet/push-messages HTTP/1.1\r\nHost: link\r\n" +
+                  b"".join(f"{h}: x\r\n".encode() for h in NODE_AUTH_HEADERS) + b"Content-Length: 100\r\n\r\n" + b"x" * 10)
+        r = None
+        for _ in range(100):                                  # until the first request holds the slot
+            r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=AUTH, content=b"{}", timeout=30)
+            if r.status_code == 503: break
+            time.sleep(0.05)
+        assert r.status_code == 503 and b"1 requests in flight" in r.content
+        s.sendall(b"x" * 90)                                  # the first body completes: it is forwarded
+        s.settimeout(20)
+        assert s.recv(1024).startswith(b"HTTP/1.1 200")
+    finally:
+        s.close()
