@@ -63,7 +63,7 @@ def test_a_planted_wrong_number_is_caught(kind):
 def test_check_exits_1_on_a_planted_number(tmp_path):
     "`make_readme.py --check` on a copy of the tree whose results/README.md quotes one wrong number."
     import shutil
-    for d in ("tools", "scripts", "results", "nbs", "pfwcp_nb"):
+    for d in ("tools", "scripts", "studies", "results", "nbs", "pfwcp_nb"):
         shutil.copytree(ROOT / d, tmp_path / d, ignore=shutil.ignore_patterns("*.png", "__pycache__"))
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     run = lambda: subprocess.run([sys.executable, "tools/make_readme.py", "--check"], cwd=tmp_path, capture_output=True, text=True)
