@@ -51,9 +51,9 @@ def methods():
         "osPFWCP-pool-mc": (vp.ospfwcp_pooled, E, ("mc",)),     # costly (the MC tau search): scarce n_1 only
         "osPFWCP-pool-band": (vp.ospfwcp_pool_band, E, CCC),
         "Sel-CP-pool": (vp.select_cp_pool, E, CCC),
-        "Sel-slack": (vp.select_slack, E, CCC),
-        "Sel-check-mc": (vp.select_slack_check("mc"), E, CCC),
-        "Sel-check-ccc": (vp.select_slack_check("ccc"), E, CCC),
+        "Sel-slack": (vp.cp_or_pooled(False), E, CCC),
+        "Sel-check-mc": (vp.select_check_mc, E, CCC),
+        "Sel-check-ccc": (vp.cp_or_pooled(True), E, CCC),
     }
 
 
@@ -177,8 +177,11 @@ def verdicts(s):
 
 
 def load(paths):
-    "The per-draw rows of one or more CSV files (supplementary runs of a method on the same draws included)."
-    return pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    """The per-draw rows of one or more CSV files (supplementary runs of a method on the same draws included). Rows of
+    the check variants where local CP's CCC set is the whole line are dropped: a few were run by an earlier version of
+    the prototype that gated the federation there too (the check is not run there now)."""
+    df = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    return df[~(df.method.str.startswith("Sel-check") & (df.n1 < CCC_CP_FINITE_N1))]
 
 
 def label(r):
