@@ -208,10 +208,11 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
                   n_eff_others=(float(others.min()), float(np.median(others)), float(others.max())),
                   test_agent_weight=float(n_eff[0] / n_eff.sum()), cp_finite=cp_is_finite(n1, alpha, delta))
     if not common["cp_finite"]:
-        return Regime(method="PFWCP", options=dict(select="finite-first"), **common,
+        return Regime(method="PFWCP", options=dict(select="finite-first", gamma="auto"), **common,
                       reason=f"local CP returns the whole line at n_1={n1} for this guarantee; PFWCP with finite-first "
-                             "cells was the one federated method valid there with estimated ratios (osPFWCP, FCP-QQ and "
-                             "FWCP under-covered on some datasets), at the price of some infinite sets")
+                             "cells and the band (gamma from `choose_gamma`) was the one federated method valid there on "
+                             "every dataset with estimated ratios (osPFWCP, FCP-QQ, FWCP and PFWCP without the band "
+                             "under-covered on some), at the price of some infinite sets")
     if delta is not None:
         return Regime(method="CP-or-pooled", options={}, **common,
                       reason="local CP at delta, or osPFWCP at the pooled level with the delta local CP leaves unused if "

@@ -118,8 +118,10 @@ def test_calibrate_recommended():
     model, regime = calibrate_recommended(agents, 0.1)
     assert isinstance(model, LocalCP) and regime.method == "CP"
     small = [AgentCalibration(s0[:8])] + agents[1:]
-    model, regime = calibrate_recommended(small, 0.1)
-    assert isinstance(model, PFWCP) and model.select == "finite-first"
+    model, regime = calibrate_recommended(small, 0.1, own_scores=s0[:8], own_weights=W[:8])
+    assert isinstance(model, PFWCP) and model.select == "finite-first" and regime.options["gamma"] == "auto"
+    with pytest.raises(ValueError, match="own_scores"):
+        calibrate_recommended(small, 0.1)
     with pytest.raises(ValueError, match="own_scores"):
         calibrate_recommended(agents, 0.1, 0.1)
     with pytest.raises(ValueError, match="own_scores"):

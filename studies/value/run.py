@@ -147,14 +147,15 @@ def summarise(df):
     return pd.DataFrame(out)
 
 
-PRESET_SCARCE = "PFWCP-ff"            # MC and CCC where local CP is the whole line
+PRESET_SCARCE = "PFWCP-rec"           # MC and CCC where local CP is the whole line: finite-first cells and the band
 MC_CP_FINITE_N1 = 9                  # local CP's MC set is finite from n_1 = 9, its CCC set from n_1 = 22 (alpha = delta = 0.1)
 CCC_CP_FINITE_N1 = 22
 
 
 def with_preset(s):
     """The summary with the preset's rows: per cell, the rows of the method `trust.recommend` names there. CCC:
-    `value.CPOrPooled` (Sel-check-ccc), MC: local CP; where local CP is the whole line, PFWCP with finite-first cells."""
+    `value.CPOrPooled` (Sel-check-ccc), MC: local CP; where local CP is the whole line, PFWCP with finite-first cells and
+    the band, gamma from `choose_gamma` (PFWCP-rec)."""
     est = s[s.weights == "estimated"]
     def pick(r):
         if r.guarantee == "mc":
