@@ -16,6 +16,7 @@ from .quantiles import weighted_quantile, quantile_of_quantiles
 from .procedure import select_quantiles, QuantileChoice, ccc_alpha
 from ._validate import check_unit_open, check_engine_name, add_param_docs
 from .pfwcp import AgentCalibration, PFWCP, InfiniteThresholdWarning
+from .value import calibrate_recommended
 from .trust import choose_gamma, trust_check, with_gamma
 from .oneshot import OneShotPFWCP
 from .data import TASK_KINDS, make_federation
@@ -24,9 +25,9 @@ from .localizer import FoldedNormalSampler, Localizer
 # %% auto #0
 __all__ = ['QQ_BETA_STEPS', 'PFWCP_GAMMA_RULES', 'ORACLE_SUFFIX', 'METHODS', 'CalibrationDraw', 'oracle_fwcp_weights',
            'fwcp_fields', 'localized_fields', 'toy_draw', 'split_conformal', 'cp', 'fcp', 'qq_grid', 'qq_choice',
-           'fcp_qq', 'fwcp', 'fwcp_qq', 'fglcp', 'pfwcp', 'ospfwcp', 'ospfwglcp', 'MethodSpec', 'register_method',
-           'get_spec', 'get_method', 'run_method', 'WEIGHTED_METHODS', 'ORACLE_METHODS', 'LOCALIZED_METHODS',
-           'METHOD_ORDER']
+           'fcp_qq', 'fwcp', 'fwcp_qq', 'fglcp', 'pfwcp', 'ospfwcp', 'ospfwglcp', 'recommended', 'MethodSpec',
+           'register_method', 'get_spec', 'get_method', 'run_method', 'WEIGHTED_METHODS', 'ORACLE_METHODS',
+           'LOCALIZED_METHODS', 'METHOD_ORDER']
 
 # %% ../nbs/07b_baselines.ipynb #d74cc1a8
 def _float_list(v, name: str) -> list:
@@ -434,6 +435,19 @@ def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *
     q = est.threshold(draw.loc_test_weights)
     return _from_localized(draw, q, np.isfinite(q) & (q < 1.0))
 
+def recommended(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
+                seed=0) -> np.ndarray:
+    "The preset: the method `trust.recommend` names for the draw's federation (`value.calibrate_recommended`), not in the paper's tables."
+    alpha, delta = _check_call(alpha, delta, engine)
+    if draw.own_test_weights is None:
+        raise ValueError("Recommended needs `draw.own_test_weights` (omega^k at agent 0's calibration covariates; "
+                         "`pipeline.sample_draw(..., own_weights=True)` builds them).")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")           # infinite sets and a band at its largest factor are in the output
+        model, _ = calibrate_recommended(_agents(draw.cal_scores, draw.cal_weights), alpha, delta,
+                                         own_scores=draw.cal_scores[0], own_weights=draw.own_test_weights)
+        return model.threshold(draw.test_weights)
+
 # %% ../nbs/07b_baselines.ipynb #485ba688
 ORACLE_SUFFIX = "-oracle"   # the label of a weight-using method run with oracle weights
 
@@ -447,6 +461,8 @@ class MethodSpec:
     needs_localizer: bool = False        # needs the localized fields of the draw (`localized_fields`)
     needs_fwcp_classifier: bool = False  # needs FWCP's single-classifier weights (`fwcp_fields`)
     options: tuple = ()                  # keyword options `fn` accepts beyond the common signature (e.g. PFWCP's select)
+    paper: bool = True                   # a method of the paper's tables: run by default (`runner.default_methods`)
+    needs_own_weights: bool = False      # needs `draw.own_test_weights` (the test agent's own points: checks, presets)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or self.name.endswith(ORACLE_SUFFIX):
@@ -477,7 +493,8 @@ for _spec in (MethodSpec("CP", cp, 0),
               MethodSpec("FGLCP", fglcp, 2, needs_localizer=True),
               MethodSpec("PFWCP", pfwcp, 6, uses_weights=True, options=("select", "gamma", "check")),
               MethodSpec("osPFWCP", ospfwcp, 7, uses_weights=True),
-              MethodSpec("osPFWGLCP", ospfwglcp, 8, uses_weights=True, needs_localizer=True)):
+              MethodSpec("osPFWGLCP", ospfwglcp, 8, uses_weights=True, needs_localizer=True),
+              MethodSpec("Recommended", recommended, 50, uses_weights=True, paper=False, needs_own_weights=True)):
     register_method(_spec)
 
 _all_ = ["WEIGHTED_METHODS", "ORACLE_METHODS", "LOCALIZED_METHODS", "METHOD_ORDER"]   # in __all__ although computed on access

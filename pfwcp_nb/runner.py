@@ -200,7 +200,8 @@ def run_chunk(cfg: RunConfig, # the dataset configuration
                    n_flagged=0, flagged=np.zeros(n, dtype=bool))
            for c in cells}
     loc_pool, loc_frozen = _loc_pool(cfg, cache, setup, fed) if need_loc else (None, None)
-    need_own = any(cfg.options(m).get("gamma") == "auto" or cfg.options(m).get("check") for m, _, _ in cells)
+    need_own = any(cfg.options(m).get("gamma") == "auto" or cfg.options(m).get("check") or get_spec(m).needs_own_weights
+                   for m, _, _ in cells)
     t_draw = c_draw = 0.0
     oracle = None
     if "oracle" in kinds:
@@ -269,8 +270,8 @@ def _as_list(x, what: str, allowed=None) -> list:
 
 # %% ../nbs/08f_runner.ipynb #44408b3c
 def default_methods(weights: str = "estimated") -> list[str]:
-    "All methods of `baselines.METHODS` in the paper's order; for oracle weights only those whose record uses weights."
-    order = sorted(METHODS, key=lambda m: METHODS[m].order)
+    "The paper's methods of `baselines.METHODS` (`MethodSpec.paper`) in its order; for oracle weights those that use weights."
+    order = sorted((m for m in METHODS if METHODS[m].paper), key=lambda m: METHODS[m].order)
     return order if weights == "estimated" else [m for m in order if METHODS[m].uses_weights]
 
 # %% ../nbs/08f_runner.ipynb #053fc35d

@@ -42,7 +42,8 @@ def draw():
 
 # ---------------------------------------------------------------- interface
 def test_registry_has_the_paper_names():
-    assert list(METHODS) == PAPER_NAMES
+    assert [m for m in METHODS if METHODS[m].paper] == PAPER_NAMES
+    assert [m for m in METHODS if not METHODS[m].paper] == ["Recommended"]       # the preset (notebook 03c_value)
     assert set(ORACLE_METHODS) == {f"{m}-oracle" for m in WEIGHTED_METHODS}
     for name in ORACLE_METHODS:
         assert get_method(name) is METHODS[name.replace("-oracle", "")].fn
@@ -57,8 +58,9 @@ def test_derived_lists_are_what_the_records_say():
     assert [METHODS[n].order for n in METHOD_ORDER] == sorted(s.order for s in METHODS.values())
     assert len({s.order for s in METHODS.values()}) == len(METHODS)
     # the paper's table order (Tables 2 and 3) and the weight-using methods, written out once here
-    assert METHOD_ORDER == ("CP", "FCP", "FGLCP", "FCP-QQ", "FWCP", "FWCP-QQ", "PFWCP", "osPFWCP", "osPFWGLCP")
-    assert WEIGHTED_METHODS == ("FWCP", "FWCP-QQ", "PFWCP", "osPFWCP", "osPFWGLCP")
+    assert METHOD_ORDER == ("CP", "FCP", "FGLCP", "FCP-QQ", "FWCP", "FWCP-QQ", "PFWCP", "osPFWCP", "osPFWGLCP", "Recommended")
+    assert [m for m in METHOD_ORDER if METHODS[m].paper] == list(METHOD_ORDER[:9])
+    assert WEIGHTED_METHODS == ("FWCP", "FWCP-QQ", "PFWCP", "osPFWCP", "osPFWGLCP", "Recommended")
 
 
 @pytest.mark.parametrize("name", PAPER_NAMES)

@@ -128,3 +128,20 @@ def test_calibrate_recommended():
         CPOrPooled(0.1, 0.1).calibrate(agents, s0[::-1][:50], W)
     lo, hi = calibrate_recommended(agents, 0.1, 0.1, own_scores=s0, own_weights=W)[0].predict_interval(np.zeros(len(Wt)), Wt)
     assert np.all(hi - lo >= 0)
+
+
+def test_the_preset_runs_from_the_console(tmp_path):
+    "`pfwcp-experiments --methods Recommended`: the preset in one line, next to CP on the same draws (not a default method)."
+    import subprocess
+    import pandas as pd
+    from pfwcp_nb.runner import default_methods
+    assert "Recommended" not in default_methods() and "Recommended" not in default_methods("oracle")
+    r = subprocess.run(["pfwcp-experiments", "--datasets", "gaussian", "--methods", "CP", "Recommended", "--guarantee",
+                        "mc", "ccc", "--n-sims", "2", "--n-test", "40", "--n-cal-test", "15", "--no-figures",
+                        "--no-progress", "--jobs", "1", "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert set(res.method) == {"CP", "Recommended"} and len(res) == 4
+    rec = res[res.method == "Recommended"]
+    assert (rec.inf_frac < 1).all()                       # n_1 = 15: local CP is the whole line for CCC, the preset is not
