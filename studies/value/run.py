@@ -152,6 +152,12 @@ MC_CP_FINITE_N1 = 9                  # local CP's MC set is finite from n_1 = 9,
 CCC_CP_FINITE_N1 = 22
 
 
+# the method with the true ratios that a method's width is compared with: itself, or its twin without the parts that
+# only estimated ratios need (the band's gamma, the check and the CP option)
+TRUE_RATIO_TWIN = {"PFWCP-rec": "PFWCP-ff", "Sel-slack": "osPFWCP-pool", "Sel-check-ccc": "osPFWCP-pool",
+                   "osPFWCP-pool-mc": "osPFWCP-pool"}
+
+
 def with_preset(s):
     """The summary with the preset's rows: per cell, the rows of the method `trust.recommend` names there. CCC:
     `value.CPOrPooled` (Sel-check-ccc), MC: local CP; where local CP is the whole line, PFWCP with finite-first cells and
@@ -216,7 +222,7 @@ def scarce_table(s):
                      "Sel-slack", "Sel-check-ccc", "Preset"):
             continue
         base = g.runs if m == "Preset" else pd.Series(m, index=g.index)
-        base = base.replace({"Sel-slack": "osPFWCP-pool", "Sel-check-ccc": "osPFWCP-pool", "osPFWCP-pool-mc": "osPFWCP-pool"})
+        base = base.replace(TRUE_RATIO_TWIN)
         keys = list(zip(g.dataset, g.n1, g.guarantee, base))
         tr = g.size_finite.to_numpy() / orc.reindex(keys).to_numpy()
         tr = tr[np.isfinite(tr)]
@@ -236,7 +242,7 @@ def targets_table(s):
     scarce = pre[pre.n1 <= SCARCE]
     orc = s[s.weights == "oracle"].set_index(["dataset", "heterogeneity", "n1", "guarantee", "method"]).size_finite
     keys = list(zip(scarce.dataset, scarce.heterogeneity, scarce.n1, scarce.guarantee,
-                    scarce.runs))
+                    scarce.runs.replace(TRUE_RATIO_TWIN)))
     vs_true = (scarce.size_finite.to_numpy() / orc.reindex(keys).to_numpy())
     vs_true = vs_true[np.isfinite(vs_true)]
     cpfin = h(pre)
