@@ -262,7 +262,8 @@ def targets_table(s):
              f"{int(rec.wider.sum())} of {len(rec)} cells"),
             ("narrower than local CP beyond two s.e.", "where order statistics allow", f"{int(pre.narrower.sum())} of {len(pre)} cells",
              f"{int(rec.narrower.sum())} of {len(rec)} cells")]
-    out = ["| target | wanted | preset | PFWCP-rec (today's recommendation) |", "|---|---|---|---|"]
+    out = ["| target | wanted | preset | PFWCP-rec (finite-first cells and the band everywhere: the former recommendation) |",
+           "|---|---|---|---|"]
     return "\n".join(out + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows])
 
 
