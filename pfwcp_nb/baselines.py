@@ -226,8 +226,9 @@ def toy_draw(seed: int = 0, # calibration/test draw
     test_X, test_s = sample(0, m)
     cal_w = [np.ones(n)] + [np.exp(fed.log_ratio(k, cal[k][0])) for k in range(1, K)]
     test_w = np.column_stack([np.exp(fed.log_ratio(k, test_X)) for k in range(K)])
+    own_w = np.column_stack([np.exp(fed.log_ratio(k, cal[0][0])) for k in range(K)])      # the test agent's own points
     fields = dict(task="regression", cal_scores=[c[1] for c in cal], cal_weights=cal_w, test_weights=test_w,
-                  test_scores=test_s)
+                  test_scores=test_s, own_test_weights=own_w)
     fields.update(fwcp_fields(None, [c[0] for c in cal], test_X, kind="oracle", federation=fed))
     if noise_sd > 0:
         loc = Localizer(FoldedNormalSampler(0.1, noise_sd), n_samples=n_samples)
