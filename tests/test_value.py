@@ -145,3 +145,17 @@ def test_the_preset_runs_from_the_console(tmp_path):
     assert set(res.method) == {"CP", "Recommended"} and len(res) == 4
     rec = res[res.method == "Recommended"]
     assert (rec.inf_frac < 1).all()                       # n_1 = 15: local CP is the whole line for CCC, the preset is not
+
+
+def test_benchmark_script_usage_and_tables():
+    "studies/value/run.py: exit 2 with a usage line on bad arguments; the tables of the stored summary print."
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    run = lambda *a: subprocess.run([sys.executable, "studies/value/run.py", *a], cwd=root, capture_output=True, text=True)
+    for bad in (["--table", "headline"], ["--summary", "x.csv"], ["--table", "nope"], []):
+        r = run(*bad)
+        assert r.returncode == 2 and "usage:" in r.stderr, (bad, r.stderr)
+    r = run("--table", "targets", "--summary-file", "results/value/summary.csv")
+    assert r.returncode == 0 and r.stdout.startswith("| target |"), r.stderr
