@@ -178,8 +178,9 @@ def gaussian_run(cache_dir):
     return runner.run_grid(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
 
 def _check_rows(df, n_methods):
+    "The rows of a run of the default methods (the paper's: `runner.default_methods`) for both guarantees."
     assert len(df) == 2 * n_methods
-    assert set(df.method) == set(baselines.METHODS)
+    assert set(df.method) == set(runner.default_methods())
     assert (df.n_errors == 0).all(), df.loc[df.n_errors > 0, ["method", "guarantee"]]
     assert (df.n_sims == SMALL["n_sims"]).all()
     for c in ("MC", "CCC"):
@@ -192,7 +193,7 @@ def _check_rows(df, n_methods):
 
 def test_gaussian_every_method_both_guarantees(gaussian_run):
     df = gaussian_run
-    _check_rows(df, len(baselines.METHODS))
+    _check_rows(df, len(runner.default_methods()))
     # split CP on the test agent's own 100 points is marginally valid: MC >= 1 - alpha up to Monte Carlo error
     cp = df[(df.method == "CP") & (df.guarantee == "mc")].iloc[0]
     assert cp.MC > 0.9 - 4 * cp.MC_se
@@ -204,7 +205,7 @@ def test_gaussian_every_method_both_guarantees(gaussian_run):
 def test_real_dataset_every_method(cache_dir, require_dataset):
     d = require_dataset("airfoil")
     df = runner.run_grid(["airfoil"], None, ["mc", "ccc"], data_dir=d, cache_dir=cache_dir, **SMALL)
-    _check_rows(df, len(baselines.METHODS))
+    _check_rows(df, len(runner.default_methods()))
 
 def test_oracle_weights_rows(cache_dir):
     df = runner.run_grid(["gaussian"], ["PFWCP", "FWCP"], ["mc"], weights=["estimated", "oracle"], cache_dir=cache_dir,
