@@ -32,7 +32,7 @@ from .data import DATA_FILES, resolve_data_dir
 # %% auto #0
 __all__ = ['CHECKSUM_FILE', 'SHA256', 'MD5', 'CIFAR_NPZ', 'CIFAR_TARBALL', 'REAL_DATASETS', 'ORIGINALS', 'EXTRAS', 'TIMEOUT',
            'CIFAR_CLASSES', 'CIFAR_PER_CLASS', 'Source', 'FetchError', 'DownloadError', 'file_digest', 'check_file',
-           'cifar_npz', 'check_cifar_arrays', 'fetch_file', 'dataset_files', 'fetch', 'status_table', 'data_ready',
+           'check_cifar_arrays', 'cifar_npz', 'fetch_file', 'dataset_files', 'fetch', 'status_table', 'data_ready',
            'data_flags', 'data_dir_source', 'main']
 
 # %% ../nbs/04b_fetch.ipynb #18f3d714
@@ -54,6 +54,7 @@ class Source:
     member: str | None = None # the file inside the zip archive at `url` (None: `url` is the file itself)
     prepare: str = "copy"     # "copy"; "crlf": headerless CRLF text (airfoil); "star": `""` row-name header; "cifar": tarball -> npz
 
+# %% ../nbs/04b_fetch.ipynb #9e8cd588
 _UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
 ORIGINALS: dict[str, Source] = {
     "airfoil_self_noise.dat": Source(f"{_UCI}/00291/airfoil_self_noise.dat", prepare="crlf"),
@@ -74,6 +75,7 @@ class FetchError(Exception):
 class DownloadError(FetchError):
     "The request failed or the body was cut short (not a checksum problem)."
 
+# %% ../nbs/04b_fetch.ipynb #992c2699
 EXTRAS: dict[str, tuple[str, ...]] = {   # checksummed files of the shared folder no loader reads: on a mirror only
     "concrete": ("Concrete_Data.csv",),          # UCI publishes only the .xls; tests cross-check the loader with it
     "crime": ("communities_attributes.csv",),    # the attribute names of communities.names, as CSV
@@ -195,6 +197,7 @@ CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog",
 CIFAR_PER_CLASS = 1000
 _RECONSTRUCT = np.ndarray((0,)).__reduce__()[0]   # numpy's array-unpickling function
 
+# %% ../nbs/04b_fetch.ipynb #cca24cc0
 class _BatchUnpickler(pickle.Unpickler):
     "Unpickles CIFAR batches (dicts, lists, bytes, numpy arrays) and nothing else."
     _ALLOWED = {("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,
@@ -206,6 +209,20 @@ class _BatchUnpickler(pickle.Unpickler):
         if (module, name) not in self._ALLOWED:
             raise pickle.UnpicklingError(f"CIFAR batch refers to {module}.{name}, which a batch never contains.")
         return self._ALLOWED[(module, name)]
+
+# %% ../nbs/04b_fetch.ipynb #e07a3a50
+def check_cifar_arrays(images: np.ndarray, labels: np.ndarray, classes: np.ndarray) -> None:
+    "ValueError unless the arrays are the CIFAR-10 test set's layout: uint8 (N,32,32,3), class-major int64 labels."
+    n = CIFAR_PER_CLASS * len(CIFAR_CLASSES)
+    problems = [p for bad, p in [
+        (images.dtype != np.uint8 or images.shape != (n, 32, 32, 3), f"images {images.dtype} {images.shape}"),
+        (labels.dtype != np.int64 or labels.shape != (n,), f"labels {labels.dtype} {labels.shape}"),
+        (tuple(classes.tolist()) != CIFAR_CLASSES, f"classes {classes.tolist()}"),
+        (labels.shape == (n,) and not np.array_equal(labels, np.repeat(np.arange(10), CIFAR_PER_CLASS)),
+         f"labels not {CIFAR_PER_CLASS} per class in class-major order")] if bad]
+    if problems:
+        raise ValueError(f"not the CIFAR-10 test set layout ({n} images, {CIFAR_PER_CLASS} per class): "
+                         + "; ".join(problems))
 
 # %% ../nbs/04b_fetch.ipynb #2a5a4177
 def _batch(tf: tarfile.TarFile, name: str) -> dict:
@@ -224,20 +241,6 @@ def cifar_npz(tarball: str | os.PathLike, out: str | os.PathLike) -> None:
     check_cifar_arrays(**arrays)
     with open(out, "wb") as f:
         np.savez_compressed(f, **arrays)
-
-# %% ../nbs/04b_fetch.ipynb #e07a3a50
-def check_cifar_arrays(images: np.ndarray, labels: np.ndarray, classes: np.ndarray) -> None:
-    "ValueError unless the arrays are the CIFAR-10 test set's layout: uint8 (N,32,32,3), class-major int64 labels."
-    n = CIFAR_PER_CLASS * len(CIFAR_CLASSES)
-    problems = [p for bad, p in [
-        (images.dtype != np.uint8 or images.shape != (n, 32, 32, 3), f"images {images.dtype} {images.shape}"),
-        (labels.dtype != np.int64 or labels.shape != (n,), f"labels {labels.dtype} {labels.shape}"),
-        (tuple(classes.tolist()) != CIFAR_CLASSES, f"classes {classes.tolist()}"),
-        (labels.shape == (n,) and not np.array_equal(labels, np.repeat(np.arange(10), CIFAR_PER_CLASS)),
-         f"labels not {CIFAR_PER_CLASS} per class in class-major order")] if bad]
-    if problems:
-        raise ValueError(f"not the CIFAR-10 test set layout ({n} images, {CIFAR_PER_CLASS} per class): "
-                         + "; ".join(problems))
 
 # %% ../nbs/04b_fetch.ipynb #a796ace9
 def fetch_file(name: str, dest: str | os.PathLike, *, mirror: str | None = None, progress: bool = False) -> str:
