@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import xlrd
+from fastcore.basics import patch
 
 from ._validate import check_pos_int, add_param_docs
 
@@ -31,6 +32,7 @@ TASK_KINDS: tuple[str, ...] = ("regression", "classification")
 SHIFT_KINDS: tuple[str, ...] = ("gaussian", "tilting", "cifar")   # synthetic means, tilted pool, brightness mixture
 HETEROGENEITY: tuple[str, ...] = ("severe", "moderate", "mild")
 
+# %% ../nbs/04_data.ipynb #516bd18e
 @dataclass(frozen=True)
 class DatasetSpec:
     "One dataset: what it is, how its agents differ, and how to read it (real) or draw it (synthetic)."
@@ -59,9 +61,9 @@ class DatasetSpec:
         if not synthetic and not self.source:
             raise ValueError(f"dataset {self.name!r}: `source` must say where its files come from.")
 
+# %% ../nbs/04_data.ipynb #42927eac
 DATASET_SPECS: dict[str, DatasetSpec] = {}
 
-# %% ../nbs/04_data.ipynb #42927eac
 def register_dataset(spec: DatasetSpec) -> DatasetSpec:
     "Add `spec` to `DATASET_SPECS`; ValueError if the name is taken."
     if not isinstance(spec, DatasetSpec):
@@ -89,9 +91,9 @@ def _read_airfoil(paths):
              "log_suction_side_displacement_thickness"]
     return X, y, names
 
+# %% ../nbs/04_data.ipynb #db3d4d36
 BIKE_COVARIATES = ("hr", "holiday", "weekday", "workingday", "weathersit", "temp", "atemp", "hum", "windspeed")
 
-# %% ../nbs/04_data.ipynb #db3d4d36
 def _read_bike(paths):
     df = pd.read_csv(paths[0])
     return df[list(BIKE_COVARIATES)].to_numpy(dtype=float), df["cnt"].to_numpy(dtype=float), list(BIKE_COVARIATES)
@@ -113,9 +115,6 @@ def _read_protein(paths):
     return df[names].to_numpy(dtype=float), df["RMSD"].to_numpy(dtype=float), names
 
 # %% ../nbs/04_data.ipynb #5b326fd5
-CRIME_NONPREDICTIVE = ("state", "county", "community", "communityname", "fold")
-CRIME_D = 41
-
 def decorrelate(X: np.ndarray, d_keep: int) -> np.ndarray:
     """Indices (in column order) of the `d_keep` columns kept by greedy decorrelation: repeatedly find the most
     correlated pair (absolute Pearson) among the remaining columns and drop the member with the larger mean absolute
@@ -135,6 +134,9 @@ def decorrelate(X: np.ndarray, d_keep: int) -> np.ndarray:
     return np.array(keep)
 
 # %% ../nbs/04_data.ipynb #cc4ffe83
+CRIME_NONPREDICTIVE = ("state", "county", "community", "communityname", "fold")
+CRIME_D = 41
+
 def crime_column_names(names_file: str | os.PathLike) -> list[str]:
     "The 128 column names of `communities.data`: the `@attribute NAME type` lines of the UCI file `communities.names`."
     names = re.findall(r"^@attribute\s+(\S+)\s", Path(names_file).read_text(encoding="ascii"), flags=re.MULTILINE)
@@ -175,6 +177,7 @@ STAR_COVARIATES = ("male", "ethnicity_afam", "ethnicity_other", "birth", "lunch_
                    "degree_master_plus", "degree_specialist", "ladder_apprentice", "ladder_probation",
                    "ladder_pending", "ladder_level2", "ladder_level3", "experience", "teacher_afam")
 
+# %% ../nbs/04_data.ipynb #37182cd9
 def _read_star(paths):
     df = pd.read_csv(paths[0])
     used = ["gender", "ethnicity", "birth", "stark", "lunchk", "schoolk", "degreek", "ladderk",
@@ -232,6 +235,8 @@ register_dataset(DatasetSpec(
 register_dataset(DatasetSpec(
     "poisson", "regression", "gaussian", (None, SYNTHETIC_D), "synthetic", response=_poisson_response, center=3.0,
     covariates=SYNTHETIC_COVARIATES))
+
+# %% ../nbs/04_data.ipynb #47229c20
 register_dataset(DatasetSpec(
     "airfoil", "regression", "tilting", (1503, 5), "real", reader=_read_airfoil, files=("airfoil_self_noise.dat",),
     source="UCI ML Repository, Airfoil Self-Noise: https://archive.ics.uci.edu/dataset/291/airfoil+self+noise"))
@@ -256,12 +261,15 @@ register_dataset(DatasetSpec(
     "protein", "regression", "tilting", (45730, 9), "real", reader=_read_protein, files=("CASP.csv",),
     source="UCI ML Repository, Physicochemical Properties of Protein Tertiary Structure (CASP.csv): "
            "https://archive.ics.uci.edu/dataset/265/physicochemical+properties+of+protein+tertiary+structure"))
+
+# %% ../nbs/04_data.ipynb #7e4fa22c
 register_dataset(DatasetSpec(
     "cifar10c", "classification", "cifar", (10000, 3072), "cifar", reader=_read_cifar,
     files=("cifar10_test.npz",), covariates=CIFAR_COVARIATES,
     source="CIFAR-10 test set, cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html, "
            "as an .npz with arrays images (10000,32,32,3) uint8, labels (10000,) int64 and classes (10,)"))
 
+# %% ../nbs/04_data.ipynb #ba08d744
 _all_ = ["DATASETS", "TASKS", "PAPER_SIZES", "DATA_FILES", "DATA_SOURCES"]   # in __all__ although computed on access
 
 _DERIVED = {   # the lists derived from the dataset records, recomputed from `DATASET_SPECS` on every access
@@ -285,6 +293,12 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
         data_dir = os.environ.get("PFWCP_DATA_DIR") or "data"
     return Path(data_dir).expanduser().resolve()
 
+# %% ../nbs/04_data.ipynb #ef4b9e92
+def _check_name(name) -> str:
+    if not isinstance(name, str) or name.lower() not in DATASET_SPECS:
+        raise ValueError(f"`name` must be one of {tuple(DATASET_SPECS)}, got {name!r}.")
+    return name.lower()
+
 # %% ../nbs/04_data.ipynb #cb0ce79a
 def data_path(name: str, data_dir: str | os.PathLike | None = None) -> list[Path]:
     "Paths of the files dataset `name` reads; FileNotFoundError (naming dataset, file and source) if one is missing."
@@ -298,12 +312,6 @@ def data_path(name: str, data_dir: str | os.PathLike | None = None) -> list[Path
                 f"Get it with `pfwcp-data fetch {spec.name} --dest {root}` (source: {spec.source}), "
                 f"then pass data_dir=... or set the environment variable PFWCP_DATA_DIR to the folder that holds it.")
     return paths
-
-# %% ../nbs/04_data.ipynb #ef4b9e92
-def _check_name(name) -> str:
-    if not isinstance(name, str) or name.lower() not in DATASET_SPECS:
-        raise ValueError(f"`name` must be one of {tuple(DATASET_SPECS)}, got {name!r}.")
-    return name.lower()
 
 # %% ../nbs/04_data.ipynb #f5a63574
 def _as_rng(rng) -> np.random.Generator:
@@ -367,6 +375,7 @@ _TILT_RANGES = {"severe": ((1.0, 3.0), (0.0, 2.0)), "moderate": ((0.5, 1.5), (0.
 BRIGHTNESS_LEVELS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5)   # c for severity index s = 0..4
 CIFAR_SEVERITIES = {"severe": 5, "moderate": 3, "mild": 2}          # number S of severity levels used
 
+# %% ../nbs/04_data.ipynb #9d8dcb5a
 def _check_heterogeneity(h) -> str:
     if not isinstance(h, str) or h.lower() not in HETEROGENEITY:
         raise ValueError(f"`heterogeneity` must be one of {HETEROGENEITY}, got {h!r}.")
@@ -395,6 +404,7 @@ def shift_parameters(kind: str, heterogeneity: str, K: int, d: int, rng) -> np.n
     return params
 
 # %% ../nbs/04_data.ipynb #5fced47d
+# long cell: one vectorised pass over a batch (dtype, layout and per-image c handled in line); splitting it would copy the batch
 def brightness(images: np.ndarray, c, *, quantize: bool = False) -> np.ndarray:
     """CIFAR-10-C brightness: add `c` to the HSV value channel, clip to [0, 1], back to RGB; float32 in [0, 1].
 
@@ -478,67 +488,74 @@ class Federation:
         elif shift["kind"] == "cifar":
             self._cdf = np.cumsum(shift["etas"], axis=1)
 
-    def tilting_probabilities(self, k: int) -> np.ndarray:
-        "Sampling probabilities p^k_i ∝ exp(x_i'zeta^k) of agent `k` over the pool (tilting federations only)."
-        if self.shift["kind"] != "tilting":
-            raise ValueError(f"`tilting_probabilities` needs a tilting federation, '{self.name}' uses "
-                             f"'{self.shift['kind']}'.")
-        cdf = self._cdf[self._check_k(k)]
-        return np.diff(cdf, prepend=0.0)
-
-    @property
-    def pool(self) -> tuple[np.ndarray, np.ndarray] | None:
-        "The finite population (X, y) the agents resample (tilting: covariates; cifar: clean images), read-only; None if synthetic."
-        return None if self._pool_X is None else (_read_only(self._pool_X), _read_only(self._pool_y))
-
     def _check_k(self, k) -> int:
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 0 <= k < self.K:
             raise ValueError(f"agent `k` must be an integer in 0..{self.K - 1} (0 = test agent), got {k!r}.")
         return int(k)
 
-    def sample(self, k: int, n: int, rng=None, *, return_info: bool = False):
-        """Draw `n` points (X, y) of agent `k` (0 = test agent) with `rng` (Generator or seed). With
-        `return_info=True` also a dict: `index` (pool rows or image ids; None for synthetic data) and, for cifar,
-        `severity` (severity index per image)."""
-        k, n, rng = self._check_k(k), check_pos_int(n, "n"), _as_rng(rng)
-        kind, info = self.shift["kind"], {"index": None}
-        if kind == "gaussian":
-            X, y = _synthetic_sample(DATASET_SPECS[self.name].response, self.shift["means"][k], n, rng)
-        elif kind == "tilting":
-            idx = np.minimum(np.searchsorted(self._cdf[k], rng.random(n), side="right"), len(self._pool_X) - 1)
-            X, y, info["index"] = self._pool_X[idx], self._pool_y[idx], idx
-        else:
-            idx = rng.integers(0, len(self._pool_X), size=n)
-            sev = np.minimum(np.searchsorted(self._cdf[k], rng.random(n), side="right"), self._cdf.shape[1] - 1)
-            levels = np.asarray(self.shift["levels"], dtype=np.float32)
-            X = brightness(self._pool_X[idx], levels[sev], quantize=True).reshape(n, -1)
-            y, info["index"], info["severity"] = self._pool_y[idx], idx, sev
-        return (X, y, info) if return_info else (X, y)
-
-    def log_ratio(self, k: int, X: np.ndarray | None = None, severity: np.ndarray | None = None) -> np.ndarray:
-        """log dP^1/dP^k of the test agent to agent `k`: exact (gaussian), up to an additive constant (tilting,
-        X'(zeta^1 - zeta^k)), or log(eta^1_s / eta^k_s) from the severity indices `severity` (cifar)."""
-        k, kind = self._check_k(k), self.shift["kind"]
-        if kind == "cifar":
-            if severity is None:
-                raise ValueError("cifar10c: pass `severity` (from sample(..., return_info=True) or "
-                                 "FederatedSplit.*_info) to evaluate the oracle ratio.")
-            eta = self.shift["etas"]
-            return np.log(eta[0] / eta[k])[np.asarray(severity)]
-        if X is None:
-            raise ValueError("`X` is required for the gaussian and tilting ratios.")
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[1] != self.d:
-            raise ValueError(f"`X` must have shape (m, {self.d}), got {X.shape}.")
-        if kind == "gaussian":
-            m1, mk = self.shift["means"][0], self.shift["means"][k]
-            return X @ (m1 - mk) - 0.5 * (m1 @ m1 - mk @ mk)
-        z = self.shift["zetas"]
-        return X @ (z[0] - z[k])
-
     def __repr__(self):
         return (f"Federation(name={self.name!r}, task={self.task!r}, K={self.K}, "
                 f"heterogeneity={self.heterogeneity!r}, d={self.d}, shift kind={self.shift['kind']!r}, seed={self.seed})")
+
+# %% ../nbs/04_data.ipynb #e26fc011
+@patch
+def tilting_probabilities(self: Federation, k: int) -> np.ndarray:
+    "Sampling probabilities p^k_i ∝ exp(x_i'zeta^k) of agent `k` over the pool (tilting federations only)."
+    if self.shift["kind"] != "tilting":
+        raise ValueError(f"`tilting_probabilities` needs a tilting federation, '{self.name}' uses "
+                         f"'{self.shift['kind']}'.")
+    cdf = self._cdf[self._check_k(k)]
+    return np.diff(cdf, prepend=0.0)
+
+# %% ../nbs/04_data.ipynb #2dec43a0
+@patch(as_prop=True)
+def pool(self: Federation) -> tuple[np.ndarray, np.ndarray] | None:
+    "The finite population (X, y) the agents resample (tilting: covariates; cifar: clean images), read-only; None if synthetic."
+    return None if self._pool_X is None else (_read_only(self._pool_X), _read_only(self._pool_y))
+
+# %% ../nbs/04_data.ipynb #6d966227
+@patch
+def sample(self: Federation, k: int, n: int, rng=None, *, return_info: bool = False):
+    """Draw `n` points (X, y) of agent `k` (0 = test agent) with `rng` (Generator or seed). With
+    `return_info=True` also a dict: `index` (pool rows or image ids; None for synthetic data) and, for cifar,
+    `severity` (severity index per image)."""
+    k, n, rng = self._check_k(k), check_pos_int(n, "n"), _as_rng(rng)
+    kind, info = self.shift["kind"], {"index": None}
+    if kind == "gaussian":
+        X, y = _synthetic_sample(DATASET_SPECS[self.name].response, self.shift["means"][k], n, rng)
+    elif kind == "tilting":
+        idx = np.minimum(np.searchsorted(self._cdf[k], rng.random(n), side="right"), len(self._pool_X) - 1)
+        X, y, info["index"] = self._pool_X[idx], self._pool_y[idx], idx
+    else:
+        idx = rng.integers(0, len(self._pool_X), size=n)
+        sev = np.minimum(np.searchsorted(self._cdf[k], rng.random(n), side="right"), self._cdf.shape[1] - 1)
+        levels = np.asarray(self.shift["levels"], dtype=np.float32)
+        X = brightness(self._pool_X[idx], levels[sev], quantize=True).reshape(n, -1)
+        y, info["index"], info["severity"] = self._pool_y[idx], idx, sev
+    return (X, y, info) if return_info else (X, y)
+
+# %% ../nbs/04_data.ipynb #e980ce05
+@patch
+def log_ratio(self: Federation, k: int, X: np.ndarray | None = None, severity: np.ndarray | None = None) -> np.ndarray:
+    """log dP^1/dP^k of the test agent to agent `k`: exact (gaussian), up to an additive constant (tilting,
+    X'(zeta^1 - zeta^k)), or log(eta^1_s / eta^k_s) from the severity indices `severity` (cifar)."""
+    k, kind = self._check_k(k), self.shift["kind"]
+    if kind == "cifar":
+        if severity is None:
+            raise ValueError("cifar10c: pass `severity` (from sample(..., return_info=True) or "
+                             "FederatedSplit.*_info) to evaluate the oracle ratio.")
+        eta = self.shift["etas"]
+        return np.log(eta[0] / eta[k])[np.asarray(severity)]
+    if X is None:
+        raise ValueError("`X` is required for the gaussian and tilting ratios.")
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] != self.d:
+        raise ValueError(f"`X` must have shape (m, {self.d}), got {X.shape}.")
+    if kind == "gaussian":
+        m1, mk = self.shift["means"][0], self.shift["means"][k]
+        return X @ (m1 - mk) - 0.5 * (m1 @ m1 - mk @ mk)
+    z = self.shift["zetas"]
+    return X @ (z[0] - z[k])
 
 # %% ../nbs/04_data.ipynb #2c1b4cac
 def make_federation(name: str, heterogeneity: str = "severe", *, K: int = 11, seed: int = 0,
