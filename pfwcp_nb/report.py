@@ -114,6 +114,7 @@ def _pairs(spread: pd.DataFrame | None) -> dict:
         out[k + (r.method, r.versus)] = out[k + (r.versus, r.method)] = float(r.train_sd)
     return out
 
+# %% ../nbs/08d_report.ipynb #2548b468
 def _best(cands: dict, z: float, pair_sd=lambda a, b: np.nan) -> dict:
     """cands: method -> (value, u, Monte Carlo s.e., surely green). 'bold' for the lowest value when it is surely green
     and below every other candidate by more than z times the difference's uncertainty: sqrt(se² + se'² + sd_pair²)
@@ -132,10 +133,12 @@ def _best(cands: dict, z: float, pair_sd=lambda a, b: np.nan) -> dict:
         return {m: "bold" for m in [b] + near}
     return {m: "tie" for m in [b] + near}
 
+# %% ../nbs/08d_report.ipynb #f68026db
 def _inf_undecided(r, z: float) -> bool:
     "Whether 'some sets are infinite' is undecided: the share ± z·u reaches 0 (u > 0)."
     return bool(r.inf_frac_u > 0 and r.inf_frac <= z * r.inf_frac_u)
 
+# %% ../nbs/08d_report.ipynb #8ef7ba2e
 def _candidate(r, metric: str, bnd: tuple, inf_und: bool):
     "(value, u, Monte Carlo s.e., surely green) of a cell that may be the row's best, or None (not possibly green, or ∞)."
     v, u, se = getattr(r, metric), getattr(r, metric + "_u"), getattr(r, metric + "_se")
@@ -329,6 +332,19 @@ def comparison_markdown(cmp: pd.DataFrame, # output of `compare_with_paper`
     out += ["", f"Colour bands agree in {100 * agree:.0f}% of the {len(prim)} (method, dataset) cells."]
     return "\n".join(out)
 
+# %% ../nbs/08d_report.ipynb #ce7e2401
+def verdict(z: float, z_crit: float = 2.0) -> str:
+    "'differs' when |z| > z_crit, 'consistent' when not, '–' without a z (our standard error is 0)."
+    return "–" if not np.isfinite(z) else ("differs" if abs(z) > z_crit else "consistent")
+
+# %% ../nbs/08d_report.ipynb #8cc54bf2
+def verdict_changes(cmp: pd.DataFrame, # `compare_with_paper(..., variability=)` rows
+                    z_crit: float = 2.0) -> pd.DataFrame:
+    """The rows whose verdict against the paper (|z| > z_crit: differs) changes once the training s.d. is counted (rows
+    without a z before, our standard error being 0, are left out)."""
+    d = cmp[np.isfinite(cmp.get("z_total", pd.Series(np.nan, index=cmp.index))) & np.isfinite(cmp.z)]   # both verdicts
+    return d[[verdict(a, z_crit) != verdict(b, z_crit) for a, b in zip(d.z, d.z_total)]]
+
 # %% ../nbs/08d_report.ipynb #92da8fa4
 def _training_markdown(cmp: pd.DataFrame, method: str, key: str) -> str:
     "`comparison_markdown` with the training variability: ours ± MC s.e. ± training s.d., z before and after."
@@ -347,19 +363,6 @@ def _training_markdown(cmp: pd.DataFrame, method: str, key: str) -> str:
     out += ["", f"{len(ch)} of {int((np.isfinite(prim.z_total) & np.isfinite(prim.z)).sum())} comparisons change verdict (|z| > 2: differs from the "
                 "paper) once the spread over trainings is counted."]
     return "\n".join(out)
-
-# %% ../nbs/08d_report.ipynb #ce7e2401
-def verdict(z: float, z_crit: float = 2.0) -> str:
-    "'differs' when |z| > z_crit, 'consistent' when not, '–' without a z (our standard error is 0)."
-    return "–" if not np.isfinite(z) else ("differs" if abs(z) > z_crit else "consistent")
-
-# %% ../nbs/08d_report.ipynb #8cc54bf2
-def verdict_changes(cmp: pd.DataFrame, # `compare_with_paper(..., variability=)` rows
-                    z_crit: float = 2.0) -> pd.DataFrame:
-    """The rows whose verdict against the paper (|z| > z_crit: differs) changes once the training s.d. is counted (rows
-    without a z before, our standard error being 0, are left out)."""
-    d = cmp[np.isfinite(cmp.get("z_total", pd.Series(np.nan, index=cmp.index))) & np.isfinite(cmp.z)]   # both verdicts
-    return d[[verdict(a, z_crit) != verdict(b, z_crit) for a, b in zip(d.z, d.z_total)]]
 
 # %% ../nbs/08d_report.ipynb #76155e7b
 def variability_table(tv: pd.DataFrame, # `reproduce.training_variability` rows
@@ -448,6 +451,8 @@ def plot_coverage_efficiency(df: pd.DataFrame, guarantee: str = "mc", *, heterog
 # %% ../nbs/08d_report.ipynb #c50e7316
 STAR_ZETA = -np.array([2.5, 1, 2, 1, 0.5, 1.5, 1, 1.5, 0.5, 0.5, 0, 0.5, 0.5, 0, 0, 0.5, 1.5, 2.5, 2, 0])
 
+# %% ../nbs/08d_report.ipynb #b918852e
+# long cell: one simulation loop; the four intervals of a draw share its calibration and test points
 def figure1_star(*, n: int = 100, # calibration size
                  n_test: int = 1000, n_sims: int = 1000, alpha: float = 0.1,
                  zeta: np.ndarray = STAR_ZETA, # tilting vector (d = 20 for star)
@@ -508,6 +513,7 @@ def plot_figure1(res: dict, alpha: float = 0.1, ax=None):
     return ax
 
 # %% ../nbs/08d_report.ipynb #103f1623
+# long cell: one pass over the merged rows writes the CSV, then each (guarantee, heterogeneity)'s table and comparison
 _KEY_COLS = ["dataset", "heterogeneity", "weights", "guarantee", "method", "n_sims", "n_test", "n_cal_test", "alpha", "delta",
              "seed"]
 
