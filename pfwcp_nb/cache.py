@@ -11,6 +11,7 @@ import os
 import pickle
 import tempfile
 from dataclasses import dataclass
+from fastcore.basics import patch
 from pathlib import Path
 
 import cloudpickle
@@ -30,9 +31,9 @@ def frozen_noise(dataset: str) -> bool:
     "Whether the localized samples of `dataset` come from `pipeline.FrozenNoiseSampler` (a synthetic population: fresh points per draw, no pool)."
     return DATASET_SPECS[dataset].shift == "gaussian"
 
+# %% ../nbs/08e_cache.ipynb #3f35342d
 CACHE_SCHEMA: int = 2   # bump when what a cache file holds, or what determines it, changes: older files are then not found
 
-# %% ../nbs/08e_cache.ipynb #3f35342d
 def _stable_hash(obj) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
@@ -62,26 +63,32 @@ class RunConfig:
         if self.ratio_model not in RATIO_MODELS:
             raise ValueError(f"ratio_model={self.ratio_model!r}: use one of {RATIO_MODELS}")
 
-    def options(self, method: str) -> dict:
-        "The options of `method_kw` that `method` accepts (its record's `options`)."
-        return {k: v for k, v in json.loads(self.method_kw).items() if k in get_spec(method).options}
+# %% ../nbs/08e_cache.ipynb #e6c18e92
+@patch
+def options(self: RunConfig, method: str) -> dict:
+    "The options of `method_kw` that `method` accepts (its record's `options`)."
+    return {k: v for k, v in json.loads(self.method_kw).items() if k in get_spec(method).options}
 
-    def setup_key(self) -> str:
-        "Name of the trained models' file: what the training depends on (not the draws, not the device)."
-        h = _stable_hash(dict(K=self.K, n_train=self.n_train, n_cal_half=self.n_cal // 2,
-                              train_kw=json.loads(self.train_kw)))
-        return (f"v{CACHE_SCHEMA}__{self.dataset}__{self.heterogeneity}__seed{self.seed}__model{self.model_seed}__"
-                f"ratios-{self.ratio_model}__{h}")
+# %% ../nbs/08e_cache.ipynb #734fd007
+@patch
+def setup_key(self: RunConfig) -> str:
+    "Name of the trained models' file: what the training depends on (not the draws, not the device)."
+    h = _stable_hash(dict(K=self.K, n_train=self.n_train, n_cal_half=self.n_cal // 2,
+                          train_kw=json.loads(self.train_kw)))
+    return (f"v{CACHE_SCHEMA}__{self.dataset}__{self.heterogeneity}__seed{self.seed}__model{self.model_seed}__"
+            f"ratios-{self.ratio_model}__{h}")
 
-    def cell_key(self, method: str, guarantee: str, weights: str) -> str:
-        "Name of one cell's file: the setup, the draws, the engine, and the method's options; oracle cells share the ratio model's."
-        get_spec(method)                                  # an unknown method: ValueError naming the valid ones
-        h = _stable_hash(dict(K=self.K, n_train=self.n_train, n_cal=self.n_cal, n_cal_test=self.n_cal_test,
-                              engine=self.engine, train_kw=json.loads(self.train_kw), options=self.options(method),
-                              ratio_model=self.ratio_model if weights == "estimated" else None))
-        lv = f"a{self.alpha:g}" + ("" if guarantee == "mc" else f"_d{self.delta:g}")
-        return (f"v{CACHE_SCHEMA}__{self.dataset}__{self.heterogeneity}__{weights}__{method}__{guarantee}__"
-                f"S{self.n_sims}_m{self.n_test}_{lv}__seed{self.seed}__model{self.model_seed}__{h}")
+# %% ../nbs/08e_cache.ipynb #da63323d
+@patch
+def cell_key(self: RunConfig, method: str, guarantee: str, weights: str) -> str:
+    "Name of one cell's file: the setup, the draws, the engine, and the method's options; oracle cells share the ratio model's."
+    get_spec(method)                                  # an unknown method: ValueError naming the valid ones
+    h = _stable_hash(dict(K=self.K, n_train=self.n_train, n_cal=self.n_cal, n_cal_test=self.n_cal_test,
+                          engine=self.engine, train_kw=json.loads(self.train_kw), options=self.options(method),
+                          ratio_model=self.ratio_model if weights == "estimated" else None))
+    lv = f"a{self.alpha:g}" + ("" if guarantee == "mc" else f"_d{self.delta:g}")
+    return (f"v{CACHE_SCHEMA}__{self.dataset}__{self.heterogeneity}__{weights}__{method}__{guarantee}__"
+            f"S{self.n_sims}_m{self.n_test}_{lv}__seed{self.seed}__model{self.model_seed}__{h}")
 
 # %% ../nbs/08e_cache.ipynb #6ad2cffd
 def method_label(method: str, weights: str) -> str:
@@ -131,23 +138,30 @@ def load_cell(path) -> dict:
 # %% ../nbs/08e_cache.ipynb #ed9f5442
 class ResultCache:
     "Layout of the cache directory: trained setups, finished cells and chunk files."
+
     def __init__(self, root):
         self.root = Path(root)
-    def load_setup(self, cfg: RunConfig):
-        "The cached trained setup of `cfg`, or None when there is none (files of another `CACHE_SCHEMA` have other names)."
-        path = self.setup_path(cfg)
-        if not path.exists():
-            return None
-        try:
-            with open(path, "rb") as f:
-                return pickle.load(f)
-        except (ImportError, AttributeError, EOFError, pickle.UnpicklingError) as e:
-            raise ValueError(f"the cached models {path} cannot be read ({e!r}): the classes they were pickled with "
-                             f"changed without a new CACHE_SCHEMA (now {CACHE_SCHEMA}). Bump `cache.CACHE_SCHEMA`, or "
-                             "delete the file.") from e
+
     def setup_path(self, cfg: RunConfig) -> Path:
         return self.root / "models" / f"{cfg.setup_key()}.pkl"
+
     def cell_path(self, cfg: RunConfig, method: str, guarantee: str, weights: str) -> Path:
         return self.root / "cells" / f"{cfg.cell_key(method, guarantee, weights)}.npz"
+
     def chunk_path(self, cfg: RunConfig, method: str, guarantee: str, weights: str, start: int, stop: int) -> Path:
         return self.root / "chunks" / cfg.cell_key(method, guarantee, weights) / f"{start:06d}-{stop:06d}.npz"
+
+# %% ../nbs/08e_cache.ipynb #f9260dd6
+@patch
+def load_setup(self: ResultCache, cfg: RunConfig):
+    "The cached trained setup of `cfg`, or None when there is none (files of another `CACHE_SCHEMA` have other names)."
+    path = self.setup_path(cfg)
+    if not path.exists():
+        return None
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except (ImportError, AttributeError, EOFError, pickle.UnpicklingError) as e:
+        raise ValueError(f"the cached models {path} cannot be read ({e!r}): the classes they were pickled with "
+                         f"changed without a new CACHE_SCHEMA (now {CACHE_SCHEMA}). Bump `cache.CACHE_SCHEMA`, or "
+                         "delete the file.") from e
