@@ -16,7 +16,7 @@ from ._validate import check_unit_open, add_param_docs
 
 # %% auto #0
 __all__ = ['GAMMA_GRID', 'with_gamma', 'loo_thresholds', 'TrustWarning', 'TrustReport', 'clopper_pearson', 'trust_check',
-           'BandWarning', 'loo_target', 'choose_gamma', 'Regime', 'cp_is_finite', 'recommend']
+           'BandWarning', 'loo_target', 'choose_gamma', 'cp_is_finite', 'Regime', 'recommend']
 
 # %% ../nbs/02c_trust.ipynb #96e9b32a
 def _loo_own_quantiles(s0, # the test agent's scores (n_1,)
@@ -171,6 +171,12 @@ def choose_gamma(model: PFWCP, # calibrated in process (its own `gamma` is ignor
                   "consider local CP.", BandWarning, stacklevel=2)
     return float(g[-1]), np.array(counts)
 
+# %% ../nbs/02c_trust.ipynb #5ac6e5ec
+def cp_is_finite(n1: int, alpha: float, delta: float | None = None) -> bool:
+    "Whether split CP on n1 points gives a finite threshold for the guarantee (MC: level alpha; CCC: `ccc_alpha`)."
+    a = check_unit_open(alpha, "alpha") if delta is None else ccc_alpha(alpha, delta, n1)
+    return bool(a > 0 and np.ceil((1.0 - a) * (n1 + 1) * (1.0 - WQ_TOL)) <= n1)
+
 # %% ../nbs/02c_trust.ipynb #bf3c680e
 @dataclass(frozen=True)
 class Regime:
@@ -184,12 +190,6 @@ class Regime:
     test_agent_weight: float  # w_1 = n_eff^1 / sum_k n_eff^k
     cp_finite: bool        # local CP gives a finite threshold for this guarantee at n_1
     reason: str            # why
-
-# %% ../nbs/02c_trust.ipynb #5ac6e5ec
-def cp_is_finite(n1: int, alpha: float, delta: float | None = None) -> bool:
-    "Whether split CP on n1 points gives a finite threshold for the guarantee (MC: level alpha; CCC: `ccc_alpha`)."
-    a = check_unit_open(alpha, "alpha") if delta is None else ccc_alpha(alpha, delta, n1)
-    return bool(a > 0 and np.ceil((1.0 - a) * (n1 + 1) * (1.0 - WQ_TOL)) <= n1)
 
 # %% ../nbs/02c_trust.ipynb #c41b0102
 def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), as the server holds them
