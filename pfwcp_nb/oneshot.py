@@ -132,6 +132,7 @@ def _tau_search(betas, # (m, K) local levels beta^k(X_j)
 # %% ../nbs/03_oneshot.ipynb #ab12bba9
 class _OneShotPlanner(_ThresholdPredictor):
     "osPFWCP's options and its plan: the one-shot level beta_breve, from the agents' summaries."
+
     def __init__(self,
                  alpha: float = 0.1, # miscoverage level
                  delta: float | None = None, # None -> marginal coverage; else CCC level
@@ -162,31 +163,36 @@ class _OneShotPlanner(_ThresholdPredictor):
         self.rng = np.random.default_rng(seed)
         self._plan_n_eff = None                              # n_eff of the last `plan` (server side)
 
-    def _plan(self, n_eff, n1, beta_breve):
-        self.beta_choice_: QuantileChoice | None = None
-        if beta_breve is None and self.beta_breve_rule == "procedure1":
-            self.beta_choice_ = select_quantiles(
-                n_eff, self.alpha, self.delta, engine=self.engine, n_rep=self.n_rep, grid=self.grid,
-                agg_weights=self.agg_weights, seed=self.rng)
-            beta_breve, w = self.beta_choice_.beta, self.beta_choice_.agg_weights
-        else:
-            if beta_breve is None:                           # "cp-rank": from n_1, alpha and delta alone
-                beta_breve = oneshot_level(self.alpha, self.delta, n1)
-            w = aggregation_weights(n_eff) if self.agg_weights is None else check_agg_weights(self.agg_weights, n_eff.size)
-        self.beta_breve_, self.agg_weights_, self._plan_n_eff = check_unit_open(beta_breve, "beta_breve"), w, n_eff
-        return self.beta_breve_
+# %% ../nbs/03_oneshot.ipynb #38f4ef8a
+@patch
+def _plan(self: _OneShotPlanner, n_eff, n1, beta_breve):
+    self.beta_choice_: QuantileChoice | None = None
+    if beta_breve is None and self.beta_breve_rule == "procedure1":
+        self.beta_choice_ = select_quantiles(
+            n_eff, self.alpha, self.delta, engine=self.engine, n_rep=self.n_rep, grid=self.grid,
+            agg_weights=self.agg_weights, seed=self.rng)
+        beta_breve, w = self.beta_choice_.beta, self.beta_choice_.agg_weights
+    else:
+        if beta_breve is None:                           # "cp-rank": from n_1, alpha and delta alone
+            beta_breve = oneshot_level(self.alpha, self.delta, n1)
+        w = aggregation_weights(n_eff) if self.agg_weights is None else check_agg_weights(self.agg_weights, n_eff.size)
+    self.beta_breve_, self.agg_weights_, self._plan_n_eff = check_unit_open(beta_breve, "beta_breve"), w, n_eff
+    return self.beta_breve_
 
-    def plan(self,
-             summaries, # one AgentSummary per agent (agent 0 = test agent)
-             beta_breve: float | None = None, # one-shot local level; None -> `beta_breve_rule`
-            ) -> float: # the level to ask every agent's `oneshot_message` for
-        "Server side, before the one-shot round: the level beta_breve, from the summaries (n_1 of agent 0; n_eff)."
-        summaries = _check_agents(summaries, (AgentSummary,))
-        return self._plan(np.array([s.n_eff for s in summaries]), summaries[0].n, beta_breve)
+# %% ../nbs/03_oneshot.ipynb #0fc937d9
+@patch
+def plan(self: _OneShotPlanner,
+         summaries, # one AgentSummary per agent (agent 0 = test agent)
+         beta_breve: float | None = None, # one-shot local level; None -> `beta_breve_rule`
+        ) -> float: # the level to ask every agent's `oneshot_message` for
+    "Server side, before the one-shot round: the level beta_breve, from the summaries (n_1 of agent 0; n_eff)."
+    summaries = _check_agents(summaries, (AgentSummary,))
+    return self._plan(np.array([s.n_eff for s in summaries]), summaries[0].n, beta_breve)
 
 # %% ../nbs/03_oneshot.ipynb #60f657f5
 class OneShotPFWCP(_OneShotPlanner):
     "osPFWCP: one calibration message per agent; per test point, local levels beta^k(X) and a 1-D search over tau."
+
     def calibrate(self,
                   agents, # AgentCalibration objects (in process) or their OneShotMessages (server side); agent 0 = test agent
                   beta_breve: float | None = None, # one-shot local level; None -> `plan`'s (messages: their level)
@@ -210,32 +216,36 @@ class OneShotPFWCP(_OneShotPlanner):
         self.tau_thresholds_ = np.array([quantile_of_quantiles(qb, w, alpha=t) for t in self.taus_])
         return self
 
-    def select(self, test_weights) -> OneShotSelection:
-        "Per-test local levels and the tau search (vectorised over test points)."
-        if self.messages_ is None:
-            raise ValueError("call `calibrate(agents)` before predicting.")
-        return _tau_search(local_levels(self.messages_, test_weights), self.n_eff_, self.taus_, self.agg_weights_,
-                           self.alpha, self.delta, self.engine, self.n_rep, self.rng)
-
-    def threshold(self,
-                  test_weights, # (m, K): column k = agent k's density ratio omega^k(X_j) at the m test points; column 0 all ones
-                 ) -> np.ndarray: # thresholds (m,), +inf where the set is everything
-        "Q-breve_{beta_breve, tau(X)}: the weighted quantile of the agents' one-shot quantiles at 1 - tau(X)."
-        sel = self.select(test_weights)
-        q = self.tau_thresholds_[sel.index]
-        if not sel.feasible.all():
-            bad = int((~sel.feasible).sum())
-            what = "the most conservative tau of the grid" if self.on_infeasible == "max" else "+inf"
-            warnings.warn(f"OneShotPFWCP: {bad} of {sel.feasible.size} test points reach no feasible tau; "
-                          f"used {what} for them.", stacklevel=2)
-            if self.on_infeasible == "inf":
-                q = np.where(sel.feasible, q, np.inf)
-        return q
-
     def __repr__(self):
         s = (f"OneShotPFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, "
              f"beta_breve_rule={self.beta_breve_rule!r})")
         return s + (f" calibrated: beta_breve={self.beta_breve_:.4f}, {self.taus_.size} taus" if self.messages_ is not None else "")
+
+# %% ../nbs/03_oneshot.ipynb #ef774c24
+@patch
+def select(self: OneShotPFWCP, test_weights) -> OneShotSelection:
+    "Per-test local levels and the tau search (vectorised over test points)."
+    if self.messages_ is None:
+        raise ValueError("call `calibrate(agents)` before predicting.")
+    return _tau_search(local_levels(self.messages_, test_weights), self.n_eff_, self.taus_, self.agg_weights_,
+                       self.alpha, self.delta, self.engine, self.n_rep, self.rng)
+
+# %% ../nbs/03_oneshot.ipynb #9ab62bf6
+@patch
+def threshold(self: OneShotPFWCP,
+              test_weights, # (m, K): column k = agent k's density ratio omega^k(X_j) at the m test points; column 0 all ones
+             ) -> np.ndarray: # thresholds (m,), +inf where the set is everything
+    "Q-breve_{beta_breve, tau(X)}: the weighted quantile of the agents' one-shot quantiles at 1 - tau(X)."
+    sel = self.select(test_weights)
+    q = self.tau_thresholds_[sel.index]
+    if not sel.feasible.all():
+        bad = int((~sel.feasible).sum())
+        what = "the most conservative tau of the grid" if self.on_infeasible == "max" else "+inf"
+        warnings.warn(f"OneShotPFWCP: {bad} of {sel.feasible.size} test points reach no feasible tau; "
+                      f"used {what} for them.", stacklevel=2)
+        if self.on_infeasible == "inf":
+            q = np.where(sel.feasible, q, np.inf)
+    return q
 
 # %% ../nbs/03_oneshot.ipynb #bfe6e5b4
 add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)
