@@ -23,6 +23,7 @@ __all__ = ['DEMO_METHODS', 'run_demo', 'format_table', 'main']
 # %% ../nbs/09_demo.ipynb #4dcbe345
 DEMO_METHODS = (("CP", None), ("FCP-QQ", None), ("PFWCP-MC", None), ("PFWCP-CCC", "delta"))
 
+# %% ../nbs/09_demo.ipynb #20f3ff17
 def run_demo(n_sims: int = 200, # calibration draws
              n_test: int = 500, # test points of the test agent per draw
              *, alpha: float = 0.1, delta: float = 0.1, # miscoverage and CCC levels

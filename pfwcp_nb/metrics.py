@@ -107,6 +107,7 @@ def bands(value: float, # MC or CCC as a fraction
     lo, hi = (order.index(marker(x, guarantee, alpha, delta)) for x in (value - w, value + w))
     return order[lo:hi + 1]
 
+# %% ../nbs/08a_metrics.ipynb #ff6addcb
 def verdict_marker(value: float, u: float, guarantee: str = "mc", alpha: float = 0.1, delta: float = 0.1,
                    z: float = Z_VERDICT) -> str:
     "The printed mark: the band's square when value ± z·u stays in one band, else ⬜ (undecided)."
