@@ -75,6 +75,7 @@ GUARANTEES = ("mc", "ccc")
 
 MARKERS = {"green": "🟩", "yellow": "🟨", "red": "🟥", "undecided": "⬜"}   # ⬜: see "Verdicts with their uncertainty"
 
+# %% ../nbs/08a_metrics.ipynb #12514100
 def marker(value: float, # MC or CCC as a fraction
            guarantee: str = "mc", # "mc" or "ccc"
            alpha: float = 0.1, delta: float = 0.1,

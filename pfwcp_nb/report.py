@@ -73,6 +73,7 @@ def _pct(x: float) -> str:
 # %% ../nbs/08d_report.ipynb #fbca5913
 SPREAD_METRICS = ("MC", "CCC", "CMC", "Eff", "inf_frac")   # the metrics whose spread over trainings `spread` may give
 
+# %% ../nbs/08d_report.ipynb #0cddf773
 def with_uncertainty(df: pd.DataFrame, # rows of `run_grid` / results.csv
                      spread: pd.DataFrame | None = None, # `reproduce.training_spread` rows (None: Monte Carlo only)
                     ) -> pd.DataFrame: # `df` with <metric>_train_sd and <metric>_u for every metric of SPREAD_METRICS
@@ -513,10 +514,11 @@ def plot_figure1(res: dict, alpha: float = 0.1, ax=None):
     return ax
 
 # %% ../nbs/08d_report.ipynb #103f1623
-# long cell: one pass over the merged rows writes the CSV, then each (guarantee, heterogeneity)'s table and comparison
 _KEY_COLS = ["dataset", "heterogeneity", "weights", "guarantee", "method", "n_sims", "n_test", "n_cal_test", "alpha", "delta",
              "seed"]
 
+# %% ../nbs/08d_report.ipynb #95aa3256
+# long cell: one pass over the merged rows writes the CSV, then each (guarantee, heterogeneity)'s table and comparison
 def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float = 0.1, figures: bool = True,
                   command: str | None = None,
                   spread: pd.DataFrame | None = None, # between-training s.d. that the tables' verdicts count (`paper_table`)
@@ -573,6 +575,7 @@ def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float
 # %% ../nbs/08d_report.ipynb #803d9f0f
 _OWNED_FIGURE = re.compile(rf"(boxplots_.+|coverage_efficiency)_(mc|ccc)_({'|'.join(HETEROGENEITY)})\.png")   # names `write_outputs` writes
 
+# %% ../nbs/08d_report.ipynb #6b6c010e
 def _write_figures(df, out: Path, *, alpha, delta) -> list[Path]:
     paths = []
     figdir = out / "figures"
