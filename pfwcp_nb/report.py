@@ -343,7 +343,10 @@ def verdict_changes(cmp: pd.DataFrame, # `compare_with_paper(..., variability=)`
                     z_crit: float = 2.0) -> pd.DataFrame:
     """The rows whose verdict against the paper (|z| > z_crit: differs) changes once the training s.d. is counted (rows
     without a z before, our standard error being 0, are left out)."""
-    d = cmp[np.isfinite(cmp.get("z_total", pd.Series(np.nan, index=cmp.index))) & np.isfinite(cmp.z)]   # both verdicts
+    if not {"z", "z_total"} <= set(cmp.columns):
+        raise ValueError("verdict_changes: `cmp` needs the columns z and z_total; pass the rows of "
+                         "compare_with_paper(..., variability=)")
+    d = cmp[np.isfinite(cmp.z_total) & np.isfinite(cmp.z)]   # both verdicts
     return d[[verdict(a, z_crit) != verdict(b, z_crit) for a, b in zip(d.z, d.z_total)]]
 
 # %% ../nbs/08d_report.ipynb #92da8fa4
