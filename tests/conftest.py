@@ -9,6 +9,9 @@ again here.
 Fixtures:
 - `severe_gaussian(K, seed)`: the severe Gaussian-shift federation of the paper's S3, built by
   `data.make_federation`, and the Generator that drew its shift (go on drawing from it).
+- `gaussian_oracle(K, seed)`: the same shift with its true density ratios and the supplement's score, as a
+  `GaussianOracle` (and the Generator): the one simulation behind the statistical checks of PFWCP, FCP-QQ and osPFWCP
+  with oracle weights (test_pfwcp, test_oneshot, test_coverage).
 - `require_dataset(name)` / `data_dir`: the real data files. A missing file skips the test with the reason (the
   FileNotFoundError of the loader, which names the file and the `pfwcp-data fetch` command); under
   PFWCP_REQUIRE_DATA=1 it fails instead, so a run that is meant to use the data cannot pass by skipping.
@@ -25,6 +28,7 @@ import numpy as np
 import pytest
 
 from pfwcp_nb import data as D
+from pfwcp_nb.pfwcp import AgentCalibration
 
 
 def _unavailable(reason: str):
@@ -51,6 +55,45 @@ def data_dir(require_dataset):
     for name in D.DATA_FILES:
         root = require_dataset(name)
     return root
+
+
+class GaussianOracle:
+    "Agent k draws X ~ N(g_k, I); the score is |Y - f(X)| = 0.1 |sum X| (Y = sum X, f = 0.9 sum X); true ratios known."
+    def __init__(self, g):
+        self.g = np.asarray(g, float)  # (K, d) the agents' means, agent 0 = the test agent
+
+    def weights(self, X):
+        "(m, K): the true density ratio p_0 / p_k of each agent k at the rows of X."
+        g = self.g
+        return np.exp(X @ (g[0] - g).T - 0.5 * (g[0] @ g[0] - np.sum(g * g, axis=1)))
+
+    def score(self, X):
+        return 0.1 * np.abs(X.sum(axis=1))
+
+    def draw(self, rng, n: int, k: int = 0):
+        "n covariate rows of agent k."
+        return self.g[k] + rng.standard_normal((n, self.g.shape[1]))
+
+    def calibration(self, rng, n: int = 100) -> list:
+        "One calibration draw: (scores, weights) per agent, n points each, true ratios (ones for agent 0)."
+        out = []
+        for k in range(len(self.g)):
+            X = self.draw(rng, n, k)
+            out.append((self.score(X), np.ones(n) if k == 0 else self.weights(X)[:, k]))
+        return out
+
+    def agents(self, rng, n: int = 100) -> list:
+        "One calibration draw as an `AgentCalibration` per agent."
+        return [AgentCalibration(s, w) for s, w in self.calibration(rng, n)]
+
+
+@pytest.fixture
+def gaussian_oracle(severe_gaussian):
+    "A function `(K=11, seed=0) -> (GaussianOracle, Generator)` on the severe Gaussian shift's means."
+    def build(K: int = 11, seed: int = 0):
+        fed, rng = severe_gaussian(K, seed)
+        return GaussianOracle(fed.shift["means"]), rng
+    return build
 
 
 @pytest.fixture

@@ -220,15 +220,14 @@ def test_certified_search_equals_5c99045(K, seed, kind, coarse):
                         margin=2e-4 if coarse else None)
 
 
-def test_certified_search_paper_like_and_infeasible_rows(severe_gaussian):
+def test_certified_search_paper_like_and_infeasible_rows(gaussian_oracle):
     "K = 11 with the severe Gaussian shift's levels (n_k = 100, oracle weights), plus rows no tau makes feasible."
-    K, d, n = 11, 10, 100
-    fed, rng = severe_gaussian(K, seed=3)
-    g = fed.shift["means"]
-    ow = lambda X: np.exp(X @ (g[0] - g).T - 0.5 * (g[0] @ g[0] - np.sum(g * g, axis=1)))
-    W = [np.ones(n)] + [ow(g[k] + rng.standard_normal((n, d)))[:, k] for k in range(1, K)]
+    K, n = 11, 100
+    sim, rng = gaussian_oracle(K, seed=3)
+    ow = sim.weights
+    W = [np.ones(n)] + [ow(sim.draw(rng, n, k))[:, k] for k in range(1, K)]
     n_eff = np.array([w.sum() ** 2 / (w ** 2).sum() for w in W])
-    TW = ow(g[0] + rng.standard_normal((150, d)))
+    TW = ow(sim.draw(rng, 150))
     wbar = np.array([w.sum() for w in W]); wmax = np.array([w.max() for w in W])
     beta = np.clip((TW + 0.1 * wmax) / (wbar + TW), 0, 0.999)              # beta^k(X) shape: floor, -> 1 for huge omega
     beta[:20] = np.clip(beta[:20] + 0.4, 0, 0.999)                          # infeasible rows

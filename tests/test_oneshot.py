@@ -271,25 +271,18 @@ def test_bad_input(make, match):
         make()
 
 
-def test_gaussian_shift_ccc_criterion_covers(severe_gaussian):
+def test_gaussian_shift_ccc_criterion_covers(gaussian_oracle):
     # statistical check, seeded: one-shot with the CCC criterion on the severe Gaussian shift (oracle weights);
     # its marginal coverage over 100 calibration draws must reach 1 - alpha (up to 0.01)
-    K, d, n, m = 11, 10, 100, 1000
-    fed, rng = severe_gaussian(K, seed=0)
-    g = fed.shift["means"]
-    ow = lambda X: np.exp(X @ (g[0] - g).T - 0.5 * (g[0] @ g[0] - np.sum(g * g, axis=1)))
-    score = lambda X: 0.1 * np.abs(X.sum(axis=1))
+    sim, rng = gaussian_oracle(11, seed=0)
     cov = []
     for _ in range(100):
-        agents = []
-        for k in range(K):
-            X = g[k] + rng.standard_normal((n, d))
-            agents.append(AgentCalibration(score(X), np.ones(n) if k == 0 else ow(X)[:, k]))
-        Xt = g[0] + rng.standard_normal((m, d))
+        agents = sim.agents(rng, 100)
+        Xt = sim.draw(rng, 1000)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            q = OneShotPFWCP(0.1, 0.1).calibrate(agents).threshold(ow(Xt))
-        cov.append(np.mean(score(Xt) <= q))
+            q = OneShotPFWCP(0.1, 0.1).calibrate(agents).threshold(sim.weights(Xt))
+        cov.append(np.mean(sim.score(Xt) <= q))
     assert np.mean(cov) >= 0.9 - 0.01
 
 

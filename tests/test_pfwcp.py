@@ -9,7 +9,6 @@ from pfwcp_nb.pfwcp import PROTOCOL_VERSION, PFWCP, AgentCalibration, AgentMessa
 from pfwcp_nb.oneshot import OneShotMessage
 from pfwcp_nb.procedure import select_quantiles
 from pfwcp_nb.quantiles import effective_sample_size, quantile_of_quantiles, weighted_quantile
-from pfwcp_nb.data import make_federation
 
 
 def brute_quantile(values, weights, level):
@@ -125,46 +124,31 @@ def test_bad_input(make, match):
 
 
 # ---------------------------------------------------------------- statistical check (seeded, ~30 s)
-def gaussian_gammas(K=11, seed=0):
-    "Severe Gaussian shift of the paper's supplement S3."
-    return make_federation("gaussian", "severe", K=K, seed=seed).shift["means"]
-
-
-def oracle_weights(X, g):
-    return np.exp(X @ (g[0] - g).T - 0.5 * (g[0] @ g[0] - np.sum(g * g, axis=1)))
-
-
-def score(X):
-    return 0.1 * np.abs(X.sum(axis=1))                  # |Y - f(X)| with Y = sum X, f(X) = 0.9 sum X
-
-
-def simulate(delta, n_draws=200, m=1000, n=100, seed=0):
-    g = gaussian_gammas()
-    K = g.shape[0]
+def simulate(oracle, delta, n_draws=200, m=1000, n=100, seed=0):
+    "Coverage of PFWCP and FCP-QQ (true ratios) on the same draws: `oracle` is the `gaussian_oracle` fixture."
+    sim, _ = oracle(11)
+    K = len(sim.g)
     rng = np.random.default_rng(seed)
     qq = select_quantiles(np.full(K, float(n)), 0.1, delta, agg_weights=np.full(K, 1 / K))   # FCP-QQ levels
     cov = np.empty((n_draws, 2))
     for r in range(n_draws):
-        cal = []
-        for k in range(K):
-            X = g[k] + rng.standard_normal((n, g.shape[1]))
-            cal.append((score(X), np.ones(n) if k == 0 else oracle_weights(X, g)[:, k]))
-        Xt = g[0] + rng.standard_normal((m, g.shape[1]))
-        st = score(Xt)
-        q = PFWCP(0.1, delta).calibrate([AgentCalibration(s, w) for s, w in cal]).threshold(oracle_weights(Xt, g))
+        cal = sim.calibration(rng, n)
+        Xt = sim.draw(rng, m)
+        st = sim.score(Xt)
+        q = PFWCP(0.1, delta).calibrate([AgentCalibration(s, w) for s, w in cal]).threshold(sim.weights(Xt))
         Qqq = np.array([weighted_quantile(s, np.ones(n), alpha=qq.beta, inf_weight=1.0) for s, _ in cal])
         cov[r] = np.mean(st <= q), np.mean(st <= quantile_of_quantiles(Qqq, np.full(K, 1 / K), alpha=qq.tau))
     return cov
 
 
-def test_gaussian_shift_marginal_coverage():
-    cov = simulate(None)
+def test_gaussian_shift_marginal_coverage(gaussian_oracle):
+    cov = simulate(gaussian_oracle, None)
     assert cov[:, 0].mean() >= 0.9 - 0.01                      # PFWCP
     assert cov[:, 1].mean() < cov[:, 0].mean() - 0.02           # FCP-QQ visibly lower
 
 
-def test_gaussian_shift_ccc():
-    cov = simulate(0.1, seed=1, m=3000)
+def test_gaussian_shift_ccc(gaussian_oracle):
+    cov = simulate(gaussian_oracle, 0.1, seed=1, m=3000)
     assert np.mean(cov[:, 0] >= 0.9) >= 0.9 - 0.05
 
 
