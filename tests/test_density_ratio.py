@@ -250,7 +250,7 @@ def _ratios_reference():
 
 def test_paper_hparams_reproduce_previous_outputs():
     """hparams="paper" (and the CPU training code) give the outputs recorded before the calibrated default and the
-    device option were added (results/ratios/reference_before.npz, written by scripts/ratios_reference.py), up to
+    device option were added (results/ratios/reference_before.npz, written by studies/ratios/ratios_reference.py), up to
     the float32 differences between CPUs (REF_RTOL, REF_ATOL); a changed training moves them far more."""
     ref, mod = _ratios_reference()
     now = mod.reference_outputs()
@@ -266,7 +266,7 @@ def test_reference_tolerance_separates_cpus_from_changes():
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
     code = ("import importlib.util, numpy as np\n"
-            "spec = importlib.util.spec_from_file_location('r', 'scripts/ratios_reference.py')\n"
+            "spec = importlib.util.spec_from_file_location('r', 'studies/ratios/ratios_reference.py')\n"
             "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
             "ref = np.load('results/ratios/reference_before.npz'); now = m.reference_outputs()\n"
             "print(max(float(np.max(np.abs(now[k] - ref[k]) - REF_RTOL * np.abs(ref[k]))) for k in ref.files))\n")

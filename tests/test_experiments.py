@@ -549,7 +549,7 @@ def test_machine_check_can_fail():
 
 def _flips(*args) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
-    return subprocess.run([sys.executable, "scripts/verdict_flips.py", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "studies/paper_grid/verdict_flips.py", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
 
 

@@ -1,5 +1,7 @@
-"""The study scripts of scripts/ use the package's public API only, and what they import exists (a renamed name fails
-here, not in a study run months later); the results-reading scripts run on results/ and reject a missing folder."""
+"""The programs of scripts/ (the operator's entry points) and studies/ (one folder per study) use the package's public
+API only, and what they import exists (a renamed name fails here, not in a study run months later); every study
+program answers `--help` without running; the results-reading ones run on results/ and reject a missing folder;
+scripts/ keeps the operator's entry points only and results/ holds no program."""
 import ast
 import importlib
 import subprocess
@@ -9,7 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted((ROOT / "scripts").glob("*.py"))
+SCRIPTS = sorted((ROOT / "scripts").glob("*.py")) + sorted((ROOT / "studies").glob("*/*.py"))
+STUDY_PROGRAMS = [p for p in sorted((ROOT / "studies").glob("*/*.py")) if '__name__ == "__main__"' in p.read_text()]
+STUDY_RUNS = sorted((ROOT / "studies").glob("*/run.py"))
 
 
 def _imports(path: Path):
@@ -25,7 +29,7 @@ def _imports(path: Path):
                     yield a.name, None
 
 
-@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_scripts_import_public_names_that_exist(path):
     for mod, name in _imports(path):
         assert not any(part.startswith("_") for part in mod.split(".")), f"{path.name}: private module {mod}"
@@ -52,10 +56,10 @@ def test_a_private_import_is_caught(tmp_path):
         test_scripts_import_public_names_that_exist(p)
 
 
-READERS = [["scripts/summary_table.py", "results/severe"], ["scripts/paper_table.py", "results/severe", "--datasets", "gaussian"],
-           ["scripts/grid_tables.py", "infinite", "results/severe"], ["scripts/cp_rank_check.py", "results/severe"],
-           ["scripts/figure1_summary.py", "results/severe/figure1_star.npz"],
-           ["scripts/foreign_federations.py", "--table", "results/foreign_federations/results.csv"]]
+READERS = [["studies/paper_grid/summary_table.py", "results/severe"], ["studies/paper_grid/paper_table.py", "results/severe", "--datasets", "gaussian"],
+           ["studies/paper_grid/grid_tables.py", "infinite", "results/severe"], ["studies/paper_grid/cp_rank_check.py", "results/severe"],
+           ["studies/paper_grid/figure1_summary.py", "results/severe/figure1_star.npz"],
+           ["studies/foreign_federations/run.py", "--table", "results/foreign_federations/results.csv"]]
 
 
 @pytest.mark.parametrize("argv", READERS, ids=lambda a: a[0].split("/")[-1])
@@ -71,5 +75,49 @@ def test_results_readers_run_and_reject_a_missing_folder(argv):
 
 @pytest.mark.parametrize("args", [[], ["extreme"], ["severe", "cache", "abc"], ["mild", "cache", "1"]])
 def test_recommended_grid_rejects_bad_arguments(args):
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "recommended_grid.sh"), *args], capture_output=True, text=True)
+    r = subprocess.run(["bash", str(ROOT / "studies" / "recommended" / "grid.sh"), *args], capture_output=True, text=True)
     assert r.returncode == 2 and "usage:" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("path", STUDY_RUNS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_study_run_answers_help_without_running(path):
+    "`python studies/NAME/run.py --help` from the repository root: exit 0, a usage text, nothing written."
+    before = set(ROOT.iterdir())
+    r = subprocess.run([sys.executable, str(path.relative_to(ROOT)), "--help"], cwd=ROOT, capture_output=True, text=True,
+                       env={"PYTHONPATH": str(ROOT), "PATH": "", "MPLBACKEND": "Agg"}, timeout=120)
+    assert r.returncode == 0 and "usage" in r.stdout.lower(), r.stdout[-500:] + r.stderr[-2000:]
+    assert set(ROOT.iterdir()) == before, "--help wrote into the repository root"
+
+
+@pytest.mark.parametrize("path", STUDY_PROGRAMS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_study_program_has_help(path):
+    "The other programs (not run in a subprocess: each imports torch): argparse, or `--help` printing the usage."
+    src = path.read_text()
+    assert "argparse" in src or 'in (["-h"], ["--help"])' in src, f"{path.name}: no --help"
+    assert "usage" in (ast.get_docstring(ast.parse(src)) or "").lower() or "argparse" in src, f"{path.name}: no usage line"
+
+
+def test_every_study_has_a_readme_and_a_program():
+    studies = sorted(p for p in (ROOT / "studies").iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+    assert studies
+    for s in studies:
+        assert (s / "README.md").exists(), f"{s.name}: no README.md (the question, the command, the generated numbers)"
+        assert any(s.glob("*.py")) or any(s.glob("*.sh")) or any(s.glob("*.ipynb")), f"{s.name}: no program"
+
+
+def test_no_program_under_results():
+    found = [str(p.relative_to(ROOT)) for ext in ("py", "sh", "ipynb") for p in (ROOT / "results").rglob(f"*.{ext}")]
+    assert not found, f"programs under results/ (move them to studies/<name>/): {found}"
+
+
+# the operator's entry points: the grid runners and the deployment; flower_pipeline_*.py and redteam/ are to move to
+# studies/ (kept here while other work edits them)
+OPERATOR = {"run_paper_tables.sh", "run_small.sh", "run_heterogeneity.sh", "run_oracle.sh", "flower_deploy.sh"}
+TO_MOVE = {"flower_pipeline_attacks.py", "flower_pipeline_cost.py", "flower_pipeline_deploy_cost.py",
+           "flower_pipeline_drift.py", "flower_pipeline_schedule.py", "redteam"}
+
+
+def test_scripts_holds_the_operators_entry_points_only():
+    here = {p.name for p in (ROOT / "scripts").iterdir() if p.name != "__pycache__"}
+    assert here - OPERATOR - TO_MOVE == set(), f"scripts/ holds a study program: {sorted(here - OPERATOR - TO_MOVE)} (move it to studies/<name>/)"
+    assert len(here & OPERATOR) <= 10

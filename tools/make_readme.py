@@ -1,5 +1,6 @@
-"""Write README.md from nbs/index.ipynb (Quarto, and so `nbdev_readme`, is not available here), and fill the numbers
-that README.md, nbs/index.ipynb and results/**/README.md quote from the files of `results/`.
+"""Write README.md from nbs/index.ipynb and the long pages docs/NAME.md from nbs/docs_NAME.ipynb (Quarto, and so
+`nbdev_readme`, is not available here), and fill the numbers that they, their notebooks, results/**/README.md and
+studies/**/README.md quote from the files of `results/`.
 
 Cells marked `#| hide` are dropped and `#|` directive lines removed; the rest is exported with nbconvert's
 markdown exporter, outputs included; code cells become ```python blocks, which must run as copied (each on its own,
@@ -10,7 +11,7 @@ Quoted numbers are never typed in. Two kinds of marked regions are (re)computed 
 * a generated block, whose body is the standard output of a command run from the repository root
   (`python` means this interpreter; the command must exit 0):
 
-      <!-- generated: python scripts/summary_table.py results/severe -->
+      <!-- generated: python studies/paper_grid/summary_table.py results/severe -->
       ...output...
       <!-- /generated -->
 
@@ -19,8 +20,8 @@ Quoted numbers are never typed in. Two kinds of marked regions are (re)computed 
 
       <!--= pct("severe/results.csv", "MC", method="PFWCP", guarantee="mc", dataset="gaussian") -->90.13<!--/=-->
 
-`python tools/make_readme.py` rewrites README.md and fills the regions of nbs/index.ipynb and results/**/README.md
-in place; `--check` changes nothing and exits 1 if any of them is out of date (tests/test_readme_numbers.py runs the
+`python tools/make_readme.py` rewrites README.md and docs/*.md and fills the regions of their notebooks,
+results/**/README.md and studies/**/README.md in place; `--check` changes nothing and exits 1 if any of them is out of date (tests/test_readme_numbers.py runs the
 same check). How-to for new sections: /work/notes/README_BLOCKS.md (and the docstring of tools/facts.py).
 """
 import copy
@@ -92,8 +93,18 @@ def filled_notebook(path: Path) -> nbformat.NotebookNode:
     return nb
 
 
-def readme_text() -> str:
-    nb = copy.deepcopy(filled_notebook(ROOT / "nbs" / "index.ipynb"))
+def pages() -> dict[str, Path]:
+    "{generated page: its notebook}: README.md from nbs/index.ipynb, docs/NAME.md from each nbs/docs_NAME.ipynb."
+    out = {"README.md": ROOT / "nbs" / "index.ipynb"}
+    for nb in sorted((ROOT / "nbs").glob("docs_*.ipynb")):
+        out[f"docs/{nb.stem[len('docs_'):]}.md"] = nb
+    return out
+
+
+def page_text(page: str = "README.md") -> str:
+    "The markdown of generated `page` (README.md or docs/NAME.md) from its notebook, regions filled."
+    src = pages()[page]
+    nb = copy.deepcopy(filled_notebook(src))
     cells = []
     for c in nb.cells:
         lines = c.source.splitlines()
@@ -104,23 +115,30 @@ def readme_text() -> str:
     nb.cells = cells
     nb.metadata["language_info"] = {"name": "python"}    # code cells become ```python blocks (tests/test_readme.py runs them)
     body, _ = MarkdownExporter().from_notebook_node(nb)
-    return "<!-- generated from nbs/index.ipynb by tools/make_readme.py: edit the notebook, not this file -->\n\n" + body.strip() + "\n"
+    return (f"<!-- generated from nbs/{src.name} by tools/make_readme.py: edit the notebook, not this file -->\n\n"
+            + body.strip() + "\n")
+
+
+def readme_text() -> str:
+    return page_text("README.md")
 
 
 def filled_files() -> list[Path]:
-    "The markdown files whose regions are filled in place: results/README.md and every README.md under results/."
-    return sorted((ROOT / "results").glob("**/README.md"))
+    "The markdown files whose regions are filled in place: every README.md under results/ and studies/."
+    return sorted((ROOT / "results").glob("**/README.md")) + sorted((ROOT / "studies").glob("**/README.md"))
 
 
 def out_of_date() -> list[str]:
     "Files that `python tools/make_readme.py` would change."
     bad = []
-    readme = ROOT / "README.md"
-    if not readme.exists() or readme.read_text() != readme_text():
-        bad.append("README.md")
-    idx = ROOT / "nbs" / "index.ipynb"
-    if nbformat.writes(filled_notebook(idx)) != nbformat.writes(nbformat.read(idx, as_version=4)):
-        bad.append("nbs/index.ipynb")
+    for page, src in pages().items():
+        f = ROOT / page
+        if not f.exists() or f.read_text() != page_text(page):
+            bad.append(page)
+        if nbformat.writes(filled_notebook(src)) != nbformat.writes(nbformat.read(src, as_version=4)):
+            bad.append(str(src.relative_to(ROOT)))
+    stale = sorted(set(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")) - set(pages()))
+    bad += [f"{s} (no notebook nbs/docs_{Path(s).stem}.ipynb: delete it)" for s in stale]
     for f in filled_files():
         t = f.read_text()
         if fill(t) != t:
@@ -131,24 +149,26 @@ def out_of_date() -> list[str]:
 def write_all() -> list[Path]:
     "Fill everything in place; the files written."
     written = []
-    idx = ROOT / "nbs" / "index.ipynb"
-    nb = filled_notebook(idx)
-    if nbformat.writes(nb) != nbformat.writes(nbformat.read(idx, as_version=4)):
-        nbformat.write(nb, idx)
-        written.append(idx)
+    for src in pages().values():
+        nb = filled_notebook(src)
+        if nbformat.writes(nb) != nbformat.writes(nbformat.read(src, as_version=4)):
+            nbformat.write(nb, src)
+            written.append(src)
     for f in filled_files():
         t = f.read_text()
         if fill(t) != t:
             f.write_text(fill(t))
             written.append(f)
-    (ROOT / "README.md").write_text(readme_text())
-    return written + [ROOT / "README.md"]
+    (ROOT / "docs").mkdir(exist_ok=True)
+    for page in pages():
+        (ROOT / page).write_text(page_text(page))
+    return written + [ROOT / page for page in pages()]
 
 
 if __name__ == "__main__":
     if "--check" in sys.argv:
         bad = out_of_date()
-        print("README.md, nbs/index.ipynb and results/**/README.md are in sync with results/" if not bad
+        print("README.md, docs/*.md, their notebooks, results/**/README.md and studies/**/README.md are in sync with results/" if not bad
               else "out of date (run python tools/make_readme.py): " + ", ".join(bad))
         sys.exit(1 if bad else 0)
     for p in write_all():

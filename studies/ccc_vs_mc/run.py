@@ -1,6 +1,6 @@
 """Why seven (method, dataset) cells of the severe grid cover less with the CCC variant than with the MC variant.
 
-    python scripts/ccc_vs_mc.py [--datasets crime cifar10c star gaussian] [--draws 60] [--m 200] [--cache .pfwcp_cache]
+    python studies/ccc_vs_mc/run.py [--datasets crime cifar10c star gaussian] [--draws 60] [--m 200] [--cache .pfwcp_cache]
         [--out results/ccc_vs_mc]
 
 Same trained setups as `pfwcp-experiments` (severe, seed 0, estimated weights; trained into --cache if missing), the
@@ -21,10 +21,27 @@ import numpy as np
 import pandas as pd
 from pfwcp_nb import pipeline, runner
 from pfwcp_nb.cache import ResultCache, RunConfig
-from pfwcp_nb.baselines import qq_choice, _agents, _from_localized, run_method
+from pfwcp_nb.baselines import qq_choice, run_method
+from pfwcp_nb.pfwcp import AgentCalibration
+from pfwcp_nb.data import make_federation
+from pfwcp_nb.pipeline import pool_localizer_samples, frozen_localizer
+from pfwcp_nb.cache import frozen_noise
 from pfwcp_nb.oneshot import oneshot_level
 from pfwcp_nb.quantiles import weighted_quantile
 from pfwcp_nb.oneshot import OneShotPFWCP
+
+
+def agents_of(scores, weights) -> list:
+    "One `AgentCalibration` per agent (what the package's private `baselines._agents` did at the time)."
+    return [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+
+
+def thresholds_from_localized(d, q, fin):
+    "Thresholds on the score scale for localized levels q: `d.loc_inverse` where `fin`, +inf elsewhere."
+    out = np.full(d.m, np.inf)
+    if fin.any():
+        out[fin] = np.asarray(d.loc_inverse(np.where(fin, q, 1.0)), dtype=float)[fin]
+    return out
 
 ALPHA = DELTA = 0.1
 
@@ -57,7 +74,7 @@ def oneshot_row(d, localized: bool, rules=("default", "alpha")):
     "osPFWCP (or osPFWGLCP): per-variant beta_breve, infeasible share, ordering of the thresholds; default and shared beta_breve."
     sc, cw, tw = ((d.loc_cal_scores, d.loc_cal_weights, d.loc_test_weights) if localized
                   else (d.cal_scores, d.cal_weights, d.test_weights))
-    ag = _agents(sc, cw)
+    ag = agents_of(sc, cw)
     row = {}
     for rule in rules:
         thr = {}
@@ -65,7 +82,7 @@ def oneshot_row(d, localized: bool, rules=("default", "alpha")):
             est = OneShotPFWCP(ALPHA, dl).calibrate(ag, beta_breve=RULES[rule](dl, sc[0].size))
             sel = est.select(tw)
             q = est.tau_thresholds_[sel.index]
-            t = _from_localized(d, q, np.isfinite(q) & (q < 1.0)) if localized else q
+            t = thresholds_from_localized(d, q, np.isfinite(q) & (q < 1.0)) if localized else q
             thr[g] = t
             row[f"{rule}_beta_{g}"] = est.beta_breve_
             row[f"{rule}_infeasible_{g}"] = float((~sel.feasible).mean())
@@ -99,11 +116,12 @@ def main(argv=None):
         cache = ResultCache(args.cache)
         loc = not args.no_oneshot
         st = runner.ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=loc, progress=False)
-        fed = runner._federation(cfg, data_dir)
-        pool = runner._loc_pool(cfg, cache, st, fed) if loc else None
+        fed = make_federation(cfg.dataset, cfg.heterogeneity, K=cfg.K, seed=cfg.seed, data_dir=data_dir)
+        pool = pool_localizer_samples(st, fed) if loc else None     # as the runner builds them (pooled on real data,
+        frozen = frozen_localizer(st) if loc and pool is None and frozen_noise(ds) else None   # frozen on synthetic)
         t0 = time.perf_counter()
         for s in range(args.draws):
-            d = pipeline.sample_draw(st, fed, s, n_test=args.m, localize=loc, loc_pool=pool)["estimated"]
+            d = pipeline.sample_draw(st, fed, s, n_test=args.m, localize=loc, loc_pool=pool, loc_frozen=frozen)["estimated"]
             if not args.no_fwcp_qq:
                 rows.append(dict(dataset=ds, draw=s, method="FWCP-QQ", **fwcp_qq_row(d)))
             if loc:

@@ -17,7 +17,7 @@ streams (`pipeline.sample_draw`):
                         of the oracle's order (slope <= 0 or Spearman < 0.5); else 'scale' if scale_share >= 0.5;
                         else 'ranking'.
 
-usage: python scripts/ratio_diagnosis.py OUT_DIR --cache CACHE [--n-sims 100] [--n-test 500] [--predictor-epochs N] CELL...
+usage: python studies/diagnosis/run.py OUT_DIR --cache CACHE [--n-sims 100] [--n-test 500] [--predictor-epochs N] CELL...
        CELL = dataset:heterogeneity, e.g. concrete:severe (models from the runner's cache, trained if missing)
 """
 import argparse
@@ -166,7 +166,7 @@ def main(argv=None):
         cells.append(tuple(c.split(":")))
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     with open(out / "commands.txt", "a") as f:
-        f.write("python scripts/ratio_diagnosis.py " + shlex.join(sys.argv[1:] if argv is None else argv) + "\n")
+        f.write("python studies/diagnosis/run.py " + shlex.join(sys.argv[1:] if argv is None else argv) + "\n")
     cache = ResultCache(a.cache)
     name = f"agents_{a.ratio_model}.csv"
     done = pd.read_csv(out / name) if (out / name).exists() else pd.DataFrame()

@@ -14,7 +14,7 @@ estimated by `fit_density_ratios` (the paper's federated classifiers) from 200 s
 Every method sees the same draws: local CP, PFWCP in the paper's configuration and in the recommended one
 (`select="finite-first"`, `gamma="auto"`), osPFWCP; MC and CCC (alpha = delta = 0.1).
 
-    python scripts/foreign_federations.py --draws 200 --out results/foreign_federations
+    python studies/foreign_federations/run.py --draws 200 --out results/foreign_federations
 
 Writes results.csv (one row per federation, weights, guarantee, method: MC, CCC with s.e., infinite share, mean finite
 width), table.md (`--table results.csv` prints it again), and the command in command.txt."""
@@ -167,7 +167,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     res = pd.concat([run(k, a.draws, a.seed) for k in a.federations], ignore_index=True)
     res.to_csv(out / "results.csv", index=False)
-    (out / "command.txt").write_text("python scripts/foreign_federations.py " + " ".join(sys.argv[1:]) + "\n")
+    (out / "command.txt").write_text("python studies/foreign_federations/run.py " + " ".join(sys.argv[1:]) + "\n")
     (out / "table.md").write_text(table(res))
     print(res.to_string())
 

@@ -1,10 +1,10 @@
 """PFWCP's infinite intervals: the paper's cell rule against `select="finite-first"` and `"fewest-infinite"`, and the share
 of infinite intervals per kind of density ratio (oracle, paper hyperparameters, calibrated).
 
-    python scripts/infinite_share.py --dataset gaussian [--heterogeneity severe] [--weights oracle paper calibrated]
+    python studies/infinite/run.py --dataset gaussian [--heterogeneity severe] [--weights oracle paper calibrated]
         [--rules paper finite-first fewest-infinite] [--n-sims 200] [--n-test 300] [--seed 0]
         [--cache .pfwcp_cache] [--out results/infinite]
-    python scripts/infinite_share.py --table results/infinite     # the markdown table of every *_summary.csv
+    python studies/infinite/run.py --table results/infinite     # the markdown table of every *_summary.csv
 
 Draws are built as in the pipeline (`pfwcp-experiments`): `runner.ensure_setup` trains (or loads from --cache) the
 predictor and the density ratios of `RunConfig(dataset, heterogeneity, seed)` with the ratio hyperparameters of

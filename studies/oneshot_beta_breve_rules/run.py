@@ -1,6 +1,6 @@
 """Candidate rules for osPFWCP's one-shot level beta_breve, measured with oracle and estimated weights.
 
-    python scripts/oneshot_beta_breve_rules.py --dataset gaussian --weights oracle --heterogeneity mild \
+    python studies/oneshot_beta_breve_rules/run.py --dataset gaussian --weights oracle --heterogeneity mild \
         [--draws 100] [--m 200] [--rules beta* alpha worst] [--cache .pfwcp_cache] [--out results/oneshot_beta_breve_rules]
 
 Rules (alpha = delta = 0.1):
@@ -24,20 +24,26 @@ import numpy as np
 import pandas as pd
 from pfwcp_nb import pipeline, runner
 from pfwcp_nb.cache import ResultCache, RunConfig
-from pfwcp_nb.baselines import _agents
+from pfwcp_nb.pfwcp import AgentCalibration
+from pfwcp_nb.data import make_federation
 from pfwcp_nb.procedure import ccc_alpha
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.procedure import paper_grid, FEAS_TOL
 from pfwcp_nb.coverage import coverage_objective
 from pfwcp_nb.quantiles import weighted_quantile
 
+
+def agents_of(scores, weights) -> list:
+    "One `AgentCalibration` per agent (what the package's private `baselines._agents` did at the time)."
+    return [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+
 ALPHA = DELTA = 0.1
 
-def worst_weight_level(agents, alpha: float, delta: float) -> float:
+def worst_weight_level(agents, weights, alpha: float, delta: float) -> float:
     "Largest beta (Procedure 1's grid, extended to alpha/4) whose tau=0 CCC criterion holds at a high test weight."
     n_eff = np.array([a.summary().n_eff for a in agents])
     wbar = np.array([a.summary().weight_total for a in agents])
-    hi = np.array([weighted_quantile(a._weights, a._weights, 1.0 - delta) for a in agents])   # omega^k(X), X ~ P^1
+    hi = np.array([weighted_quantile(w, w, 1.0 - delta) for w in weights])   # omega^k(X), X ~ P^1
     betas = np.unique(np.concatenate([paper_grid(alpha)[0], [alpha / 2, alpha / 4]]))[::-1]
     lv = (hi[None, :] + betas[:, None] * wbar[None, :]) / (wbar[None, :] + hi[None, :])     # (R, K) upper bounds
     obj = coverage_objective(lv, n_eff, np.array([0.0]), alpha)[:, 0]
@@ -52,7 +58,7 @@ def cp_level(alpha: float, delta, n1: int) -> float:
         raise ValueError(f"n_1={n1} test-agent points cannot certify the guarantee alone; pass beta_breve.")
     return 1.0 - r / n1
 
-def level(rule: str, agents, delta):
+def level(rule: str, agents, delta, weights):
     if rule == "cp":
         return cp_level(ALPHA, delta, agents[0].summary().n)
     if rule == "beta*":
@@ -62,7 +68,7 @@ def level(rule: str, agents, delta):
     if rule == "alpha/2":
         return ALPHA / 2
     if rule == "worst":
-        return worst_weight_level(agents, ALPHA, DELTA)
+        return worst_weight_level(agents, weights, ALPHA, DELTA)
     raise ValueError(f"unknown rule {rule!r}")
 
 def main(argv=None):
@@ -80,15 +86,15 @@ def main(argv=None):
     data_dir = os.environ.get("PFWCP_DATA_DIR")
     cfg = RunConfig(args.dataset, heterogeneity=args.heterogeneity)
     st = runner.ensure_setup(cfg, ResultCache(args.cache), data_dir=data_dir, need_localizer=False, progress=False)
-    fed = runner._federation(cfg, data_dir)
+    fed = make_federation(cfg.dataset, cfg.heterogeneity, K=cfg.K, seed=cfg.seed, data_dir=data_dir)
     rows, t0 = [], time.perf_counter()
     for s in range(args.draws):
         d = pipeline.sample_draw(st, fed, s, n_test=args.m, weights=(args.weights,), localize=False)[args.weights]
         st_true = d.test_scores if d.task == "regression" else d.test_scores[np.arange(d.m), d.test_labels]
-        ag = _agents(d.cal_scores, d.cal_weights)
+        ag = agents_of(d.cal_scores, d.cal_weights)
         for rule in args.rules:
             for g, dl in (("mc", None), ("ccc", DELTA)):
-                est = OneShotPFWCP(ALPHA, dl).calibrate(ag, beta_breve=level(rule, ag, dl))
+                est = OneShotPFWCP(ALPHA, dl).calibrate(ag, beta_breve=level(rule, ag, dl, d.cal_weights))
                 sel = est.select(d.test_weights)
                 t = est.tau_thresholds_[sel.index]
                 size = (2 * np.median(t) if d.task == "regression"

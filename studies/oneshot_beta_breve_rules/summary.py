@@ -1,12 +1,12 @@
 """Summary of the beta_breve study: every per-draw CSV under results/oneshot_beta_breve_rules/ in one markdown table.
 
-    python scripts/beta_breve_summary.py > results/oneshot_beta_breve_rules/summary.md
+Usage: python studies/oneshot_beta_breve_rules/summary.py > results/oneshot_beta_breve_rules/summary.md   (from the repository root)
 
 Per dataset / heterogeneity / weights / test points / rule / guarantee: MC (mean coverage, %), CCC (share of draws with
 coverage >= 90 %), median size, infeasible test points (%), beta_breve; the paper's osPFWCP values (Tables 2 and 3,
 severe, estimated weights) from results/severe/compare_*_severe.csv; and the severe grid's osPFWCP at 500 x 500.
 """
-import glob, os
+import glob, os, sys
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -45,7 +45,7 @@ def main():
                  zip(out.weights, out.dataset, out.het, out.size_, out.rule, out.guarantee)]
     out = out.sort_values("_k").drop(columns="_k").rename(columns={"size_": "draws x m", "grid_500x500": "severe grid (beta*, 500x500)",
                                              "infeasible": "infeasible %"})
-    print("# osPFWCP: one-shot level rules (`scripts/oneshot_beta_breve_rules.py`)\n")
+    print("# osPFWCP: one-shot level rules (`studies/oneshot_beta_breve_rules/run.py`)\n")
     print("MC and CCC in % (± s.e. over draws); CCC = share of draws whose empirical coverage over m test points is")
     print(">= 90 %; `paper` and `severe grid` give MC (for mc rows) or CCC (for ccc rows) of osPFWCP at 500 x 500.")
     print("`CCC_cond` estimates P(conditional coverage >= 90 %) with the m-point noise removed: a normal law with the")
@@ -56,4 +56,6 @@ def main():
         print("| " + " | ".join(map(str, r)) + " |")
 
 if __name__ == "__main__":
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip()); sys.exit(0)
     main()

@@ -4,7 +4,7 @@ Split CP thresholds at the r-th smallest of n calibration scores; its coverage i
 draw passes the CCC criterion when its empirical coverage on n_test test points is >= 1 - alpha, i.e. with
 probability E[P(Bin(n_test, C) >= ceil((1 - alpha) n_test))]. This prints, per rank, the expected MC and CCC, the
 rank that `procedure.ccc_alpha` (the exact Beta adjustment) gives, and the CP rows of the paper (Tables 2/3,
-pfwcp_nb/paper_tables.json) and of a results folder. Usage: python scripts/cp_rank_check.py [results/severe]
+pfwcp_nb/paper_tables.json) and of a results folder. Usage: python studies/paper_grid/cp_rank_check.py [results/severe]
 """
 import argparse
 import json
@@ -18,7 +18,7 @@ from scipy import stats
 
 from pfwcp_nb.procedure import ccc_alpha
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def expected_ccc(r: int, n: int, n_test: int, alpha: float) -> float:

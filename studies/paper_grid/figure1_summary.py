@@ -1,7 +1,7 @@
 """Figure 1 of the paper (star, 1000 draws x 1000 test points) summarised from its saved coverages: the share of draws
 with coverage >= 1 - alpha and the median coverage of each curve, and the mean n_eff.
 
-Usage: python scripts/figure1_summary.py results/severe/figure1_star.npz [--alpha 0.1]
+Usage: python studies/paper_grid/figure1_summary.py results/severe/figure1_star.npz [--alpha 0.1]
 """
 import argparse
 import sys

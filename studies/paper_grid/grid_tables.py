@@ -1,7 +1,7 @@
 """Small tables over a `pfwcp-experiments` results folder, quoted by results/README.md (generated blocks).
 
-    python scripts/grid_tables.py infinite results/severe [--methods PFWCP]   share of infinite sets, estimated vs oracle
-    python scripts/grid_tables.py ccc-below-mc results/severe                  cells whose CCC variant covers less on average
+    python studies/paper_grid/grid_tables.py infinite results/severe [--methods PFWCP]   share of infinite sets, estimated vs oracle
+    python studies/paper_grid/grid_tables.py ccc-below-mc results/severe                  cells whose CCC variant covers less on average
 """
 import argparse
 import sys

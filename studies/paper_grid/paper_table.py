@@ -1,6 +1,6 @@
 """The tables that `pfwcp-experiments` prints (the paper's Table 2/3 layout), recomputed from a results folder's CSV.
 
-Usage: python scripts/paper_table.py results/severe [--datasets gaussian poisson] [--guarantee mc ccc]
+Usage: python studies/paper_grid/paper_table.py results/severe [--datasets gaussian poisson] [--guarantee mc ccc]
        [--heterogeneity severe] [--weights estimated] [--spread FILE | --no-spread]
 The verdicts (colour, bold, ∞) count the spread over trainings of the package's training_spread.csv, as
 pfwcp-experiments does for the paper's configuration; the legend follows the tables.

@@ -3,7 +3,7 @@ results/README.md are this script's output (generated blocks filled by tools/mak
 MC cells: mean coverage ± its standard error; CCC cells: the share of draws passing, with its exact 95 %
 (Clopper–Pearson) interval over the n_sims draws.
 
-Usage: python scripts/summary_table.py results/severe [--methods PFWCP osPFWCP osPFWGLCP] [--weights estimated]
+Usage: python studies/paper_grid/summary_table.py results/severe [--methods PFWCP osPFWCP osPFWGLCP] [--weights estimated]
        [--heterogeneity severe] [--inf]   (--inf: the share of infinite sets instead of the paper's value)
 """
 import argparse
@@ -15,7 +15,7 @@ import pandas as pd
 from scipy.stats import binomtest
 
 ORDER = ["gaussian", "poisson", "airfoil", "protein", "bike", "concrete", "crime", "star", "cifar10c"]
-PAPER = json.loads((Path(__file__).resolve().parents[1] / "pfwcp_nb" / "paper_tables.json").read_text())
+PAPER = json.loads((Path(__file__).resolve().parents[2] / "pfwcp_nb" / "paper_tables.json").read_text())
 
 
 def table(df: pd.DataFrame, methods, weights: str, het: str, inf: bool) -> str:

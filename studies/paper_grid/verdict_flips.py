@@ -3,8 +3,8 @@ the tables before issue 32) and with their uncertainty (`report.table_verdicts`,
 both runs print a decided verdict and the two differ; a verdict printed undecided (⬜, italic, ∞?) in either run is
 marked.
 
-Usage: python scripts/verdict_flips.py A/results.csv B/results.csv   (two runs, e.g. two machines or model seeds)
-       python scripts/verdict_flips.py --trainings results/training_variability/all_runs.csv   (every pair of trainings)
+Usage: python studies/paper_grid/verdict_flips.py A/results.csv B/results.csv   (two runs, e.g. two machines or model seeds)
+       python studies/paper_grid/verdict_flips.py --trainings results/training_variability/all_runs.csv   (every pair of trainings)
        [--spread FILE | --no-spread] [--z 2] [--summary]   (--summary: the totals over the pairs only)
 """
 import argparse

@@ -6,7 +6,7 @@ Writes OUT/quality.csv (per cell, ratio model, draw, agent), OUT/selection.csv (
 log-loss, the chosen one flagged). Models come from the runner's cache `--cache` where the paper setup is there
 (the selected ratios are then fitted through `runner.ensure_setup` and cached under their own key), else are fitted here.
 
-usage: python scripts/ratio_selection.py OUT --cache CACHE [--draws 5] CELL...   (CELL = dataset:heterogeneity)
+usage: python studies/ratio_selection/run.py OUT --cache CACHE [--draws 5] CELL...   (CELL = dataset:heterogeneity)
 """
 import argparse
 import shlex
@@ -71,7 +71,7 @@ def main(argv=None):
         med = q.groupby("ratio_model")[["n_eff_ratio", "spearman", "log_rmse"]].median().round(3)
         print(f"{ds} {het} ({src}, {time.time() - t0:.0f} s): chosen {sel[1].candidate.name}\n{med}", flush=True)
     with open(out / "commands.txt", "a") as f:
-        f.write("python scripts/ratio_selection.py " + shlex.join(sys.argv[1:] if argv is None else argv) + "\n")
+        f.write("python studies/ratio_selection/run.py " + shlex.join(sys.argv[1:] if argv is None else argv) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""Summary of `scripts/ratio_selection.py` and of the PFWCP runs with `--ratio-model select` (issue 17 item 2).
+"""Summary of `studies/ratio_selection/run.py` and of the PFWCP runs with `--ratio-model select` (issue 17 item 2).
 
 Writes OUT/summary.md (and its tables as OUT/cells.csv, OUT/overall.csv, OUT/pfwcp.csv): per (dataset, heterogeneity) the chosen candidate, the median over agents and draws of the
 n_eff ratio, Spearman and log-ratio RMSE against the oracle for the paper's and the selected ratio models, and, where
 OUT/pfwcp_<level>/results.csv exists, PFWCP's MC / CCC / infinite share with the selected ratios next to the paper's
 ratios and the oracle weights on the same draws (results/<level>/results.csv, 500 x 500).
 
-usage: python scripts/ratio_selection_summary.py OUT [--results results]
+usage: python studies/ratio_selection/summary.py OUT [--results results]
 """
 import argparse
 from pathlib import Path

@@ -4,7 +4,7 @@ on three feature sets, against the severity oracle (median over agents of the n_
 one-hot (an upper bound: what the classifier reaches when the severity is observed). Also the Spearman correlation of
 each image statistic with the severity on 2000 images of agent 4.
 
-Usage: python scripts/cifar_ratio_features.py SEED[,SEED...]"""
+Usage: python studies/ratios/cifar_ratio_features.py SEED[,SEED...]"""
 import sys
 
 import numpy as np
@@ -52,4 +52,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip()); sys.exit(0)
     sys.exit(main(sys.argv[1:]))

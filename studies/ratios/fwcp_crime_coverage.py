@@ -4,7 +4,7 @@ agents, p_1 / mean_{k>=1} p_k = K omega' / (omega' + K - 1), "oracle_pooled"; es
 "calibrated_all"): one trained setup (the paper's predictor), the FWCP weight functions swapped in, the same
 calibration draws. The trained setup is pickled to the temp directory (reused when present).
 
-Usage: python scripts/fwcp_crime_coverage.py OUT.csv N_SIMS"""
+Usage: python studies/ratios/fwcp_crime_coverage.py OUT.csv N_SIMS"""
 import dataclasses
 import pickle
 import sys
@@ -68,4 +68,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip()); sys.exit(0)
     sys.exit(main(sys.argv[1:]))

@@ -2,7 +2,7 @@
 pooled calibration sample (as FWCP uses them), the share of weights at the clipping bound, the largest weight's share,
 Spearman with the oracle omega' (tilting: exp(x'(zeta^1 - zeta^k)) mixed over k >= 2).
 
-Usage: python scripts/fwcp_saturation.py OUT.csv DATASET SEED[,SEED...]"""
+Usage: python studies/ratios/fwcp_saturation.py OUT.csv DATASET SEED[,SEED...]"""
 import sys
 
 import numpy as np
@@ -43,4 +43,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip()); sys.exit(0)
     sys.exit(main(sys.argv[1:]))

@@ -1,7 +1,7 @@
 """Estimated vs oracle density ratios, hparams "paper" vs "calibrated", on severe federations (K=11, 50 training and
 100 calibration points per agent): per agent n_eff ratio, Spearman, centred log-ratio RMSE (`ratio_quality`).
 
-Usage: python scripts/ratio_calibration.py OUT.csv DATASET[,DATASET...] SEED[,SEED...] [METHOD[,METHOD...]]"""
+Usage: python studies/ratios/ratio_calibration.py OUT.csv DATASET[,DATASET...] SEED[,SEED...] [METHOD[,METHOD...]]"""
 import sys
 import time
 
@@ -49,4 +49,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip()); sys.exit(0)
     sys.exit(main(sys.argv[1:]))

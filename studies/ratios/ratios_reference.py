@@ -1,6 +1,6 @@
 """Reference outputs of the CPU training code (predictor, the three ratio estimators, FWCP's classifier) on a small
 seeded federation; run before a change to record them and after it to check they are bit-for-bit the same.
-Usage: python scripts/ratios_reference.py OUT.npz"""
+Usage: python studies/ratios/ratios_reference.py OUT.npz"""
 import sys
 
 import numpy as np
@@ -31,6 +31,8 @@ def reference_outputs() -> dict[str, np.ndarray]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip()); sys.exit(0)
     if len(sys.argv) != 2:
         print(__doc__.splitlines()[-1], file=sys.stderr); sys.exit(2)
     out = reference_outputs()

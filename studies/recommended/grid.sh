@@ -6,8 +6,8 @@
 #   results/recommended_LEVEL/check/    paper configuration + the test agent's check (--check), CCC, estimated + oracle
 #   results/recommended_LEVEL/mc/       recommended, MC, estimated + oracle
 #   results/recommended_LEVEL/mc_paper/ paper configuration, MC, estimated + oracle
-# then `python scripts/recommended_summary.py --cache CACHE` makes results/recommended_summary/.
-# Usage: bash scripts/recommended_grid.sh LEVEL [CACHE] [N_SIMS]   (PFWCP_DATA_DIR must point at the data; JOBS
+# then `python studies/recommended/summary.py --cache CACHE` makes results/recommended_summary/.
+# Usage: bash studies/recommended/grid.sh LEVEL [CACHE] [N_SIMS]   (PFWCP_DATA_DIR must point at the data; JOBS
 # worker processes, default 2; DATASETS overrides "all"). LIGHT=1 (used for moderate and mild, for time): the
 # recommended MC run with estimated weights only, and no mc_paper/ run. recommended_summary.py reads the paper
 # configuration's MC cells from mc_paper/ where it has the dataset, else from the stored grid results/LEVEL/results.csv,
@@ -16,7 +16,7 @@
 # --datasets DATASET). The stored results: severe ran without LIGHT but its mc_paper/ run was stopped for time (the
 # stored grid's models are the same for all nine); cifar10c at moderate had its mc_paper/ run.
 set -euo pipefail
-USAGE="usage: bash scripts/recommended_grid.sh {severe|moderate|mild} [CACHE] [N_SIMS>=2]"
+USAGE="usage: bash studies/recommended/grid.sh {severe|moderate|mild} [CACHE] [N_SIMS>=2]"
 LEVEL=${1:-}
 CACHE=${2:-.pfwcp_cache}
 N=${3:-500}

@@ -1,7 +1,7 @@
 """Issue 17 items 4 and 7: PFWCP's recommended configuration (`--select finite-first --gamma auto`) next to the
 paper's configuration on the same calibration draws, and the test agent's trust check against the per-draw coverage.
 
-    python scripts/recommended_summary.py --cache CACHE --out results/recommended_summary
+    python studies/recommended/summary.py --cache CACHE --out results/recommended_summary
 
 Reads, per level L: results/recommended_L/results.csv (recommended, CCC), results/recommended_L/check/results.csv (the
 paper's configuration with the check, CCC, estimated and oracle weights: the same draws), results/recommended_L/mc/ and

@@ -2,7 +2,7 @@
 quantity `trust.recommend` reads), on the first draws of the paper's pipeline, next to the paper grid's CP and PFWCP
 finite widths (results/<level>/results.csv).
 
-    python scripts/weight_of_test_agent.py --cache CACHE --draws 20 --out results/recommended_summary/test_agent_weight.csv
+    python studies/recommended/weight_of_test_agent.py --cache CACHE --draws 20 --out results/recommended_summary/test_agent_weight.csv
 """
 import argparse
 import warnings

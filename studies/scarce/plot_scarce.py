@@ -5,7 +5,7 @@ Reads `results/scarce/results.csv` (rows of `pfwcp-experiments ... --n-cal-test 
 per dataset and guarantee, the n_1 from which local split CP is valid *and* gives at least as many finite sets as
 PFWCP with a mean finite size no larger than PFWCP's (below it, federating calibration pays off).
 
-Usage: python scripts/plot_scarce.py [results/scarce]
+Usage: python studies/scarce/plot_scarce.py [results/scarce]
 """
 import sys
 from pathlib import Path
@@ -95,14 +95,16 @@ def plot(df: pd.DataFrame, out: Path) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip()); sys.exit(0)
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "results/scarce")
     if not (folder / "results.csv").exists():
-        sys.exit(f"usage: python scripts/plot_scarce.py [FOLDER]: {folder / 'results.csv'} not found")
+        sys.exit(f"usage: python studies/scarce/plot_scarce.py [FOLDER]: {folder / 'results.csv'} not found")
     df = load(folder)
     plot(df, folder / "figures" / "scarce.png")
     cx = crossover(df)
     (folder / "crossover.md").write_text(
-        "# When does PFWCP pay off? (written by `python scripts/plot_scarce.py " + str(folder) + "`)\n\n"
+        "# When does PFWCP pay off? (written by `python studies/scarce/plot_scarce.py " + str(folder) + "`)\n\n"
         "`cp_as_good_from`: the smallest n_1 at which local split CP meets its guarantee (2 s.e.) with at least "
         "PFWCP's share of finite sets and a mean finite size no larger than PFWCP's. Infinite shares (%) and mean "
         "finite sizes are listed for the n_1 of `n1_checked`, in that order.\n\n" + markdown(cx))

@@ -3,7 +3,7 @@
 The other agents keep n_k = 100 calibration and 50 training points. Writes `OUT/results.csv` (one row per K x
 method x guarantee, with a column `K`) and appends the command and wall time to `OUT/runs.jsonl`.
 
-Usage: python scripts/scarce_agents.py [--out results/scarce_agents] [--n-sims 500] [--n-test 500] [--jobs 2]
+Usage: python studies/scarce/scarce_agents.py [--out results/scarce_agents] [--n-sims 500] [--n-test 500] [--jobs 2]
                                        [--cache .pfwcp_cache] [--ks 3 6 11] [--n-cal-test 20] [--weights estimated]
 """
 import argparse
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     res = pd.concat(frames, ignore_index=True)
     res.to_csv(out / "results.csv", index=False)
     with open(out / "runs.jsonl", "a") as f:
-        f.write(json.dumps({"command": "python scripts/scarce_agents.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        f.write(json.dumps({"command": "python studies/scarce/scarce_agents.py " + " ".join(sys.argv[1:] if argv is None else argv),
                             "wall_seconds": round(time.time() - t0, 1), "cpus": os.cpu_count()}) + "\n")
     cols = ["K", "weights", "guarantee", "method", "MC", "CCC", "inf_frac", "Eff_finite"]
     print(res[cols].to_string(index=False))

@@ -1,7 +1,7 @@
-"""The table of results/scarce/README.md from `results.csv`: coverage in % at each n_1 (MC rows: mean coverage of the
+"""The table of studies/scarce/README.md from `results.csv`: coverage in % at each n_1 (MC rows: mean coverage of the
 MC variant; CCC rows: share of draws with coverage >= 1 - alpha of the CCC variant) and the share of infinite sets.
 
-    python scripts/scarce_table.py results/scarce [--methods CP PFWCP osPFWCP]
+    python studies/scarce/scarce_table.py results/scarce [--methods CP PFWCP osPFWCP]
 
 Prints a markdown table (one row per dataset, weights and method); a column whose values are all equal prints the
 value once ("100 everywhere" for a coverage). Exit 2 with a usage line on bad arguments."""

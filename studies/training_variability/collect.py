@@ -1,4 +1,4 @@
-"""Collect the training-variability runs (results/training_variability/run.sh) and write, into OUT:
+"""Collect the training-variability runs (studies/training_variability/run.sh) and write, into OUT:
 all_runs.csv (every training's rows), variability.csv (`reproduce.training_variability`), variability_<mc|ccc>.md
 (`report.variability_table`), the paper comparisons of the stored grid counting the spread over trainings:
 compare_<mc|ccc>_severe_with_training.<csv|md> (`report.compare_with_paper(..., variability=)`), and summary.md
@@ -6,7 +6,7 @@ compare_<mc|ccc>_severe_with_training.<csv|md> (`report.compare_with_paper(..., 
 recommended/ subfolders (PFWCP with --select finite-first --gamma auto on the same trainings and draws, issue 17),
 variability_recommended.csv and its section of summary.md; and the spread of every metric that the tables' verdicts
 read (`reproduce.training_spread`), to pfwcp_nb/training_spread.csv, which ships with the package.
-Usage: python scripts/training_variability.py OUT [--stored results/severe/results.csv] [--spread pfwcp_nb/training_spread.csv]"""
+Usage: python studies/training_variability/collect.py OUT [--stored results/severe/results.csv] [--spread pfwcp_nb/training_spread.csv]"""
 import argparse
 import sys
 from pathlib import Path
@@ -37,7 +37,7 @@ def main():
     tv = training_variability(runs)
     tv.to_csv(out / "variability.csv", index=False)
     training_spread(runs).to_csv(a.spread, index=False, float_format="%.6g")
-    cmd = "\n\nProduced by: `python scripts/training_variability.py " + " ".join(sys.argv[1:]) + "`\n"
+    cmd = "\n\nProduced by: `python studies/training_variability/collect.py " + " ".join(sys.argv[1:]) + "`\n"
     for g in ("mc", "ccc"):
         if (tv.guarantee == g).any():
             (out / f"variability_{g}.md").write_text(f"# Spread over trainings, {g.upper()}, severe, estimated weights "

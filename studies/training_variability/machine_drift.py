@@ -6,7 +6,7 @@ Emulated machines: ATEN_CPU_CAPABILITY=default / avx2 (torch's vectorised kernel
 MKL_CBWR=COMPATIBLE (MKL's conditional-numerical-reproducibility path: another BLAS code path). The thread counts
 are not a machine difference any more: training runs on one torch thread (`fedavg_many(num_threads=1)`) and the runner
 pins one torch and one BLAS thread.
-Usage: python scripts/machine_drift.py OUT_DIR [--datasets gaussian:5000 airfoil:1000]   (DATASET:EPOCHS)"""
+Usage: python studies/training_variability/machine_drift.py OUT_DIR [--datasets gaussian:5000 airfoil:1000]   (DATASET:EPOCHS)"""
 import argparse
 import json
 import os
@@ -84,7 +84,7 @@ def main():
                 rows.append(row)
     df = pd.DataFrame(rows)
     df.to_csv(out / "drift.csv", index=False)
-    (out / "command.txt").write_text("python scripts/machine_drift.py " + " ".join(sys.argv[1:]) + "\n")
+    (out / "command.txt").write_text("python studies/training_variability/machine_drift.py " + " ".join(sys.argv[1:]) + "\n")
     print(df.to_string(index=False))
 
 

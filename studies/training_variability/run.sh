@@ -9,7 +9,7 @@
 # Every run also computes PFWCP in the recommended configuration (--select finite-first --gamma auto, issue 17) on the
 # same training and draws, into model_seed_M/recommended/. A run whose results.csv exists is not recomputed (SKIP_DONE=0
 # recomputes it), so a queue of already-trained seeds adds only the recommended cells.
-# Usage: bash results/training_variability/run.sh [CACHE]   (PFWCP_DATA_DIR must point at the data;
+# Usage: bash studies/training_variability/run.sh [CACHE]   (PFWCP_DATA_DIR must point at the data;
 # PFWCP overrides the command, e.g. "python -m pfwcp_nb.runner"; SEED0_MODELS: a cache's models/ of the stored grid)
 set -euo pipefail
 CACHE=${1:-.pfwcp_cache_tv}

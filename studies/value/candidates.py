@@ -3,13 +3,18 @@ The methods are notebook 03c_value's (`pfwcp_nb.value`); this file only adapts t
 keeps the two variants that lost and have no place in the package (Sel-CP-pool, Sel-check-mc) and PFWCP-gmc."""
 import warnings
 import numpy as np
-from pfwcp_nb.baselines import cp, _agents
-from pfwcp_nb.pfwcp import PFWCP, InfiniteThresholdWarning
+from pfwcp_nb.baselines import cp
+from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, InfiniteThresholdWarning
 from pfwcp_nb.trust import loo_thresholds, with_gamma, GAMMA_GRID
 from pfwcp_nb.quantiles import WQ_TOL, effective_sample_size
 from pfwcp_nb.value import (CPOrPooled, band_oneshot, calibrate_pooled, choose_gamma_oneshot, cp_failure,
                             oneshot_loo_thresholds)
 
+
+
+def agents_of(draw) -> list:
+    "One `AgentCalibration` per agent of the draw (its calibration scores and weights)."
+    return [AgentCalibration(s, w) for s, w in zip(draw.cal_scores, draw.cal_weights)]
 
 def mc_count(n1, alpha):
     "The MC plug-in leave-one-out count ceil((1-alpha)(n_1+1)), capped at n_1."
@@ -24,7 +29,7 @@ def _quiet(fn, *a):
 
 def pfwcp_gamma_mc(draw, alpha, delta=None, **_):
     "PFWCP-gmc: finite-first cells, the band's gamma the smallest whose leave-one-out count reaches `mc_count`."
-    model = PFWCP(alpha, delta, select="finite-first").calibrate(_agents(draw.cal_scores, draw.cal_weights))
+    model = PFWCP(alpha, delta, select="finite-first").calibrate(agents_of(draw))
     s0, W = draw.cal_scores[0], draw.own_test_weights
     g = next((gam for gam in GAMMA_GRID if np.sum(s0 <= loo_thresholds(with_gamma(model, gam), s0, W)) >= mc_count(s0.size, alpha)),
              GAMMA_GRID[-1])
@@ -35,12 +40,12 @@ def pfwcp_gamma_mc(draw, alpha, delta=None, **_):
 
 def ospfwcp_pooled(draw, alpha, delta=None, **_):
     "osPFWCP-pool: `value.calibrate_pooled`."
-    return _quiet(calibrate_pooled(_agents(draw.cal_scores, draw.cal_weights), alpha, delta).threshold, draw.test_weights)
+    return _quiet(calibrate_pooled(agents_of(draw), alpha, delta).threshold, draw.test_weights)
 
 
 def ospfwcp_pool_band(draw, alpha, delta=None, **_):
     "osPFWCP-pool-band: the band on the one-shot messages, gamma from `value.choose_gamma_oneshot`."
-    est = calibrate_pooled(_agents(draw.cal_scores, draw.cal_weights), alpha, delta)
+    est = calibrate_pooled(agents_of(draw), alpha, delta)
     g, _ = choose_gamma_oneshot(est, draw.cal_scores[0], draw.own_test_weights)
     banded = type(est)(alpha, delta).calibrate(band_oneshot(est.messages_, g), beta_breve=est.beta_breve_)
     return _quiet(banded.threshold, draw.test_weights)
@@ -51,14 +56,14 @@ def cp_or_pooled(check: bool):
     def f(draw, alpha, delta=None, **_):
         if delta is None:
             return cp(draw, alpha)
-        sel = CPOrPooled(alpha, delta, check=check).calibrate(_agents(draw.cal_scores, draw.cal_weights),
+        sel = CPOrPooled(alpha, delta, check=check).calibrate(agents_of(draw),
                                                               draw.cal_scores[0], draw.own_test_weights)
         return sel.threshold(draw.test_weights)
     return f
 
 
 def _pooled_at(draw, alpha, delta):
-    return calibrate_pooled(_agents(draw.cal_scores, draw.cal_weights), alpha, delta)
+    return calibrate_pooled(agents_of(draw), alpha, delta)
 
 
 def select_cp_pool(draw, alpha, delta=None, **_):

@@ -6,8 +6,8 @@ the mean size of the finite sets and the share of infinite sets, and summarise p
 Carlo s.e., the width ratio to CP paired on the same draws (with its s.e.), the infinite share, and the
 order-statistics ceiling.
 
-    python scripts/value_bench.py --out results/value/draws.csv --levels severe --n1 5 10 20 50 100
-    python scripts/value_bench.py --summary results/value/draws.csv --out results/value/summary.csv
+    python studies/value/run.py --out results/value/draws.csv --levels severe --n1 5 10 20 50 100
+    python studies/value/run.py --summary results/value/draws.csv --out results/value/summary.csv
 """
 import argparse
 import os
