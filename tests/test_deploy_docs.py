@@ -1,4 +1,4 @@
-"The multi-machine deployment notes (README section 'Deploying across machines', from nbs/index.ipynb) and scripts/flower_deploy.sh use only flags that the installed Flower commands have (`--help`), and say what issue 18 asks."
+"The multi-machine deployment notes (docs/deploy.md, section 'Deploying across machines', from nbs/docs_deploy.ipynb) and scripts/flower_deploy.sh use only flags that the installed Flower commands have (`--help`), and say what issue 18 asks."
 import os
 import importlib
 import re
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+README = (ROOT / "docs" / "deploy.md").read_text()
 SCRIPT = (ROOT / "scripts" / "flower_deploy.sh").read_text()
 COMMANDS = ("flower-superlink", "flower-supernode", "flwr")
 

@@ -1,5 +1,5 @@
 """Reading order = import order: the notebooks are read in the order of their file names (the table "Reading order"
-of nbs/index.ipynb lists them in that order), and no notebook's module imports the module of a later notebook."""
+of nbs/docs_reading_order.ipynb, docs/reading_order.md, lists them in that order), and no notebook's module imports the module of a later notebook."""
 import ast
 import json
 import re
@@ -78,7 +78,7 @@ def test_no_module_imports_a_later_notebooks_module():
 
 
 def test_index_reading_order_table_is_the_file_order():
-    cells = json.loads((NBS / "index.ipynb").read_text())["cells"]
+    cells = json.loads((NBS / "docs_reading_order.ipynb").read_text())["cells"]
     table = next("".join(c["source"]) for c in cells if "".join(c["source"]).startswith("## Reading order"))
     rows = re.findall(r"^\| `([0-9]\w*)` \| `pfwcp_nb\.([\w.]+)`", table, re.M)
     assert rows == list(notebook_modules().items())

@@ -1,5 +1,6 @@
-"""README.md is generated from nbs/index.ipynb and must not drift; its Python snippets run as copied; CI runs the
-README's test command verbatim."""
+"""README.md (from nbs/index.ipynb) and the long pages docs/*.md (from nbs/docs_*.ipynb) are generated and must not
+drift; their Python snippets run as copied; the README fits a screen with code near the top; CI runs the README's test
+command verbatim."""
 import importlib.util
 import os
 import re
@@ -21,27 +22,53 @@ def _tool():
     return mod
 
 
-def test_readme_in_sync_with_index_notebook():
-    assert README == _tool().readme_text(), "run: python tools/make_readme.py"
+PAGES = sorted(_tool().pages())                   # README.md and docs/NAME.md, each from its notebook
 
 
-PY_BLOCKS = re.findall(r"```python\n(.*?)\n```", README, re.S)
+@pytest.mark.parametrize("page", PAGES)
+def test_page_in_sync_with_its_notebook(page):
+    assert (ROOT / page).exists() and (ROOT / page).read_text() == _tool().page_text(page), "run: python tools/make_readme.py"
+
+
+def test_every_docs_page_has_a_notebook_and_every_link_resolves():
+    docs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))
+    assert docs and set(docs) <= set(PAGES), f"docs pages without a notebook nbs/docs_NAME.ipynb: {set(docs) - set(PAGES)}"
+    for page in PAGES:
+        text = re.sub(r"```.*?```|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]*\$", "", (ROOT / page).read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if not target.startswith(("http://", "https://")):
+                assert ((ROOT / page).parent / target).exists(), f"{page}: link to {target}, which does not exist"
+
+
+def test_readme_fits_a_screen():
+    "At most 150 lines, the own-data example's code within the first 60, and links to every docs page."
+    lines = README.splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines (at most 150: move a section to docs/)"
+    first_code = next(i for i, l in enumerate(lines, 1) if l.startswith("```python"))
+    assert first_code <= 60, f"the README's first Python is at line {first_code}"
+    for page in PAGES:
+        assert page == "README.md" or f"]({page})" in README, f"README.md does not link to {page}"
+
+
+PY_BLOCKS = [(page, b) for page in PAGES for b in re.findall(r"```python\n(.*?)\n```", (ROOT / page).read_text(), re.S)]
 
 
 def test_readme_has_python_snippets():
-    assert PY_BLOCKS, "the README's code cells should render as ```python blocks (tools/make_readme.py)"
-    assert not re.search(r"```\n(import|from) ", README), "a Python snippet without the python tag is not tested"
+    assert any(page == "README.md" for page, _ in PY_BLOCKS), "the README's code cells should render as ```python blocks"
+    for page in PAGES:
+        assert not re.search(r"```\n(import|from) ", (ROOT / page).read_text()), f"{page}: a Python snippet without the python tag is not tested"
 
 
-@pytest.mark.parametrize("i", range(len(PY_BLOCKS)))
+@pytest.mark.parametrize("i", range(len(PY_BLOCKS)), ids=[f"{p}:{i}" for i, (p, _) in enumerate(PY_BLOCKS)])
 def test_readme_python_snippet_runs_as_copied(i, tmp_path):
-    "Each ```python block on its own, in a fresh interpreter, from an empty folder: no hidden imports or state."
+    "Each ```python block of the README and docs/ on its own, in a fresh interpreter, from an empty folder."
+    page, code = PY_BLOCKS[i]
     script = tmp_path / f"snippet_{i}.py"
-    script.write_text(PY_BLOCKS[i] + "\n")
+    script.write_text(code + "\n")
     env = {**os.environ, "MPLBACKEND": "Agg",
            "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, f"README snippet {i} failed:\n{PY_BLOCKS[i]}\n{r.stderr[-3000:]}"
+    assert r.returncode == 0, f"{page} snippet {i} failed:\n{code}\n{r.stderr[-3000:]}"
 
 
 def _test_command() -> str:

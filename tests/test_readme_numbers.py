@@ -1,4 +1,5 @@
-"""Numbers quoted by README.md, nbs/index.ipynb and results/**/README.md are regenerated from the files of results/
+"""Numbers quoted by README.md, docs/*.md (and their notebooks), results/**/README.md and studies/**/README.md are
+regenerated from the files of results/
 (tools/make_readme.py: generated blocks and inline spans) and must equal what is written; prose outside those
 regions carries no measured number."""
 import importlib.util
@@ -28,9 +29,10 @@ def test_quoted_numbers_equal_their_files():
     assert not bad, f"quoted numbers differ from results/ in {bad}: run python tools/make_readme.py"
 
 
-# every README that quotes numbers: the two front doors and the study READMEs of results/ (not the archive)
-READMES = ["README.md", "results/README.md"] + sorted(
-    str(p.relative_to(ROOT)) for p in (ROOT / "results").glob("*/README.md") if p.parent.name != "archive")
+# every page that quotes numbers: the README, the docs pages, the results index and every study's README
+READMES = ["README.md", "results/README.md"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")) + sorted(
+    str(p.relative_to(ROOT)) for p in [*(ROOT / "results").glob("*/README.md"), *(ROOT / "studies").glob("*/README.md")])
+PLANT = ROOT / "studies" / "paper_grid" / "README.md"     # a page with both kinds of regions
 WITH_REGIONS = [f for f in READMES if MR.quoted((ROOT / f).read_text())]
 
 
@@ -54,25 +56,25 @@ def _plant(text: str, pattern: str) -> str:
 
 @pytest.mark.parametrize("kind", ["BLOCK", "SPAN"])
 def test_a_planted_wrong_number_is_caught(kind):
-    text = (ROOT / "results" / "README.md").read_text()
+    text = PLANT.read_text()
     planted = _plant(text, getattr(MR, kind))
     assert planted != text
     assert MR.fill(planted) == MR.fill(text) != planted
 
 
 def test_check_exits_1_on_a_planted_number(tmp_path):
-    "`make_readme.py --check` on a copy of the tree whose results/README.md quotes one wrong number."
+    "`make_readme.py --check` on a copy of the tree whose studies/paper_grid/README.md quotes one wrong number."
     import shutil
-    for d in ("tools", "scripts", "studies", "results", "nbs", "pfwcp_nb"):
+    for d in ("tools", "scripts", "studies", "results", "nbs", "pfwcp_nb", "docs"):
         shutil.copytree(ROOT / d, tmp_path / d, ignore=shutil.ignore_patterns("*.png", "__pycache__"))
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     run = lambda: subprocess.run([sys.executable, "tools/make_readme.py", "--check"], cwd=tmp_path, capture_output=True, text=True)
     r = run()
     assert r.returncode == 0, r.stdout + r.stderr
-    f = tmp_path / "results" / "README.md"
+    f = tmp_path / PLANT.relative_to(ROOT)
     f.write_text(_plant(f.read_text(), MR.SPAN))
     r = run()
-    assert r.returncode == 1 and "results/README.md" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 1 and "studies/paper_grid/README.md" in r.stdout, r.stdout + r.stderr
 
 
 def test_a_missing_file_is_named():
@@ -93,7 +95,7 @@ def test_clopper_pearson_of_500_of_500():
 # listed in UNCHECKED still quote typed-in numbers (to convert; each helper's new section should use regions).
 NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])|\b\d+(?:\.\d+)? ?(?:%|s\b|min\b)")
 ALLOWED = {"0.1", "90 %", "95 %"}   # not measurements: α = δ = 0.1, the 1 − α target, the intervals' level
-UNCHECKED = {"results/README.md": ()}
+UNCHECKED = {}
 # study READMEs whose typed-in tables are not converted yet (their numbers are copied from the files beside them)
 UNCHECKED_FILES = {"studies/ccc_vs_mc/README.md"}
 
