@@ -242,7 +242,7 @@ def _ratios_reference():
     import importlib.util
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("ratios_reference", root / "scripts" / "ratios_reference.py")
+    spec = importlib.util.spec_from_file_location("ratios_reference", root / "studies" / "ratios" / "ratios_reference.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return np.load(root / "results" / "ratios" / "reference_before.npz"), mod
