@@ -13,7 +13,7 @@ _API = {  # name -> module that defines it
     "select_quantiles": "procedure",
     "AgentCalibration": "pfwcp",
     "PFWCP": "pfwcp",
-    "split_conformal": "baselines",
+    "split_conformal": "methods",
     "OneShotPFWCP": "oneshot",
     "trust_check": "trust",
     "choose_gamma": "trust",
@@ -41,6 +41,6 @@ if TYPE_CHECKING:                      # for type checkers and IDEs; not execute
     from .oneshot import OneShotPFWCP
     from .trust import trust_check, choose_gamma, recommend
     from .density_ratio import fit_density_ratios
-    from .baselines import split_conformal
+    from .methods import split_conformal
     from .data import load_dataset
     from .runner import run_experiment

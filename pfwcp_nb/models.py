@@ -19,10 +19,12 @@ from torch import nn
 
 from .federated import fedavg, make_mlp
 from .data import DATASET_SPECS
+from .methods import PAPER
 
 # %% auto #0
-__all__ = ['PAPER_EPOCHS', 'PREDICTOR_ARCHS', 'DATASET_ARCH', 'predictor_settings', 'PCAProjection', 'fit_pca',
-           'regression_score', 'classification_score', 'FederatedPredictor', 'train_predictor']
+__all__ = ['PAPER_EPOCHS', 'PREDICTOR_ARCHS', 'DATASET_ARCH', 'DEFAULT_TRAIN_KW', 'predictor_settings', 'PCAProjection',
+           'fit_pca', 'regression_score', 'classification_score', 'FederatedPredictor', 'train_predictor', 'stream_rng',
+           'training_seed', 'training_split', 'draw_seed', 'draw_rng']
 
 # %% ../nbs/05b_models.ipynb #70a7f1bb
 PAPER_EPOCHS: int = 5000   # the paper's number of epochs for the predictors (batch 32, lr 1e-3, Adam)
@@ -257,3 +259,43 @@ def train_predictor(
     return FederatedPredictor(task=task, model=model, pca=proj, y_mean=float(y_mean), y_std=float(y_std),
                               n_classes=d_out if task == "classification" else None, history=hist,
                               seconds=time.perf_counter() - t0)
+
+# %% ../nbs/05b_models.ipynb #189937a2
+# per-model keyword overrides: {"predictor": {...}, "ratios": {...}, "fwcp": {...}, "localizer": {...}}.
+# The ratio classifiers and FWCP's classifier use the paper's hyperparameters (04, "Which default"); naming
+# `hparams` here puts it in the cache key, so paper and calibrated setups are never mixed in one cache.
+DEFAULT_TRAIN_KW: dict = {"ratios": {"hparams": "paper"}, "fwcp": {"hparams": "paper"}}
+
+def stream_rng(seed: int, # the setup's seed
+               *stream: int, # the stream's path: 0 training, 2 D_eng, (1, s) draw s, 3 localizer pool, 4 frozen noise, 5 model seeds
+              ) -> np.random.Generator:
+    "Independent reproducible random streams of one setup: `seed` and a stream path."
+    return np.random.default_rng(np.random.SeedSequence([int(seed), *map(int, stream)]))
+
+# %% ../nbs/05b_models.ipynb #098a0238
+def training_seed(seed: int, model_seed: int = 0) -> int:
+    """The seed of the models' initialisation and batch order: `seed` itself for `model_seed` 0 (the stored grids), else
+    an independent stream (seed, 5, model_seed). The shift, the training split and the draws depend on `seed` only."""
+    if isinstance(model_seed, bool) or not isinstance(model_seed, (int, np.integer)) or model_seed < 0:
+        raise ValueError(f"`model_seed` must be a non-negative integer, got {model_seed!r}.")
+    return int(seed) if model_seed == 0 else int(stream_rng(seed, 5, model_seed).integers(2**31 - 1))
+
+# %% ../nbs/05b_models.ipynb #c4c9d20e
+def training_split(fed, # a `data.Federation`
+                   n_train: int = PAPER.n_train, # training points per agent
+                   seed: int = 0, # the setup's seed
+                  ) -> tuple[list, list, list]: # per agent: covariates, responses, sample info
+    "The training split of a setup: `n_train` points of every agent from stream (seed, 0) (`pipeline.train_setup`, the agents)."
+    rng = stream_rng(seed, 0)
+    parts = [fed.sample(k, n_train, rng, return_info=True) for k in range(fed.K)]
+    return [p[0] for p in parts], [p[1] for p in parts], [p[2] for p in parts]
+
+# %% ../nbs/05b_models.ipynb #b8a389f8
+def draw_seed(seed: int, sim: int) -> int:
+    "Integer seed of the randomness inside draw `sim` (D_eng/D_cal split of the localized methods, engine 'monte-carlo')."
+    return int(stream_rng(seed, 3, sim).integers(2**31 - 1))
+
+# %% ../nbs/05b_models.ipynb #64f6be5e
+def draw_rng(seed: int, sim: int) -> np.random.Generator:
+    "The stream `sample_draw` samples draw `sim`'s calibration and test points from (stream (seed, 1, sim))."
+    return stream_rng(seed, 1, sim)

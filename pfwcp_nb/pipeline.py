@@ -12,25 +12,18 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .baselines import CalibrationDraw, fwcp_fields, localized_fields
+from .methods import PAPER, CalibrationDraw
+from .baselines import fwcp_fields, localized_fields
 from .data import brightness, make_federation
 from .density_ratio import RATIO_MODELS, fit_density_ratios, fit_fwcp_ratio, fit_selected_ratios, oracle_density_ratios
-from .models import classification_score, regression_score, train_predictor
+from .models import (DEFAULT_TRAIN_KW, classification_score, draw_rng, draw_seed, regression_score,
+                             stream_rng,
+                             train_predictor, training_seed, training_split)
 from .localizer import EngressionSampler, fit_localizer
 
 # %% auto #0
-__all__ = ['DEFAULT_TRAIN_KW', 'TrainedSetup', 'training_seed', 'training_split', 'train_setup', 'with_ratio_model', 'draw_seed',
-           'draw_rng', 'pool_localizer_samples', 'sample_draw', 'FrozenNoiseSampler', 'frozen_localizer']
-
-# %% ../nbs/08c_pipeline.ipynb #189937a2
-# per-model keyword overrides: {"predictor": {...}, "ratios": {...}, "fwcp": {...}, "localizer": {...}}.
-# The ratio classifiers and FWCP's classifier use the paper's hyperparameters (04, "Which default"); naming
-# `hparams` here puts it in the cache key, so paper and calibrated setups are never mixed in one cache.
-DEFAULT_TRAIN_KW: dict = {"ratios": {"hparams": "paper"}, "fwcp": {"hparams": "paper"}}
-
-def _rng(seed: int, *stream: int) -> np.random.Generator:
-    "Independent reproducible streams: `seed` and a stream path (0 = training, (1, s) = calibration draw s)."
-    return np.random.default_rng(np.random.SeedSequence([int(seed), *map(int, stream)]))
+__all__ = ['TrainedSetup', 'train_setup', 'with_ratio_model', 'pool_localizer_samples', 'sample_draw', 'FrozenNoiseSampler',
+           'frozen_localizer']
 
 # %% ../nbs/08c_pipeline.ipynb #6166d00d
 @dataclass
@@ -50,34 +43,11 @@ class TrainedSetup:
     model_seed: int = 0             # the training randomness (`training_seed`); 0: the one of `seed` itself
     ratio_model: str = "paper"      # how `ratios` were fitted: "paper" (`train_setup`) or "select" (`with_ratio_model`)
 
-# %% ../nbs/08c_pipeline.ipynb #098a0238
-def training_seed(seed: int, model_seed: int = 0) -> int:
-    """The seed of the models' initialisation and batch order: `seed` itself for `model_seed` 0 (the stored grids), else
-    an independent stream (seed, 5, model_seed). The shift, the training split and the draws depend on `seed` only."""
-    if isinstance(model_seed, bool) or not isinstance(model_seed, (int, np.integer)) or model_seed < 0:
-        raise ValueError(f"`model_seed` must be a non-negative integer, got {model_seed!r}.")
-    return int(seed) if model_seed == 0 else int(_rng(seed, 5, model_seed).integers(2**31 - 1))
-
-# %% ../nbs/08c_pipeline.ipynb #9e1fb2e5
-def _train_data(fed, n_train: int, seed: int):
-    "The training split: `n_train` points of every agent from the training stream of `seed`."
-    rng = _rng(seed, 0)
-    parts = [fed.sample(k, n_train, rng, return_info=True) for k in range(fed.K)]
-    return [p[0] for p in parts], [p[1] for p in parts], [p[2] for p in parts]
-
-# %% ../nbs/08c_pipeline.ipynb #c4c9d20e
-def training_split(fed, # a `data.Federation`
-                   n_train: int = 50, # training points per agent
-                   seed: int = 0, # the setup's seed
-                  ) -> tuple[list, list, list]: # per agent: covariates, responses, sample info
-    "The training split `train_setup` trains on (stream (seed, 0)): for scripts that refit one model of a setup."
-    return _train_data(fed, n_train, seed)
-
 # %% ../nbs/08c_pipeline.ipynb #920d7262
 def _train_localizer(fed, predictor, ratios, n_eng: int, seed: int, lkw: dict, progress: bool,
                      tseed: int | None = None):
     "The engression localizer, on the scores of its own split D_eng (`n_eng` points per agent, stream (seed, 2))."
-    rng = _rng(seed, 2)                                   # the engression split D_eng, drawn once
+    rng = stream_rng(seed, 2)                                   # the engression split D_eng, drawn once
     eng = [fed.sample(k, n_eng, rng) for k in range(fed.K)]
     st = TrainedSetup(fed.name, fed.heterogeneity, seed, fed.K, fed.task, predictor, list(ratios))
     s_eng = [_scores(st, Xe, ye) for Xe, ye in eng]
@@ -92,9 +62,9 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                 heterogeneity: str = "severe", # "severe", "moderate" or "mild"
                 *,
                 seed: int = 0, # seeds the federation's shift parameters, the training split and the training
-                K: int = 11, # number of agents
-                n_train: int = 50, # training points per agent
-                n_eng: int = 50, # engression points per agent (the paper's D_eng: half of n_k = 100)
+                K: int = PAPER.K, # number of agents
+                n_train: int = PAPER.n_train, # training points per agent
+                n_eng: int = PAPER.n_eng, # engression points per agent (the paper's D_eng: half of n_k = 100)
                 data_dir=None, # data directory of the real datasets
                 train_kw: dict | None = None, # per-model overrides {"predictor": {...}, "ratios": {...}, "fwcp": {...}, "localizer": {...}}
                 need_localizer: bool = True, # train the engression localizer (only FGLCP / osPFWGLCP use it)
@@ -110,7 +80,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         raise ValueError(f"`device` must be 'cpu' or 'cuda', got {device!r}.")
     dev_kw = dict(device=device)   # the predictor and the density ratios; FWCP (sklearn) and the localizer stay on the CPU
     fed = make_federation(dataset, heterogeneity, K=K, seed=seed, data_dir=data_dir)
-    X, y, _ = _train_data(fed, n_train, seed)
+    X, y, _ = training_split(fed, n_train, seed)
     tseed = training_seed(seed, model_seed)
     secs = dict(base.seconds) if base is not None else {}
     if base is not None:
@@ -144,7 +114,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
 def with_ratio_model(setup: TrainedSetup, # a setup trained by `train_setup` (the paper's ratio models)
                      ratio_model: str = "paper", # "paper": `setup` unchanged; "select": `density_ratio.fit_selected_ratios`
                      *,
-                     n_train: int = 50, # training points per agent (as in `train_setup`)
+                     n_train: int = PAPER.n_train, # training points per agent (as in `train_setup`)
                      data_dir=None, # data directory of the real datasets
                      device: str = "cpu",
                      progress: bool = False,
@@ -158,7 +128,7 @@ def with_ratio_model(setup: TrainedSetup, # a setup trained by `train_setup` (th
     if ratio_model == "paper":
         return setup
     fed = make_federation(setup.dataset, setup.heterogeneity, K=setup.K, seed=setup.seed, data_dir=data_dir)
-    X, _, _ = _train_data(fed, n_train, setup.seed)
+    X, _, _ = training_split(fed, n_train, setup.seed)
     t0 = time.perf_counter()
     ratios = fit_selected_ratios(X, seed=training_seed(setup.seed, setup.model_seed), dataset=fed.name, device=device, progress=progress, **ratio_kw)
     secs = {**setup.seconds, "ratios_select": time.perf_counter() - t0}
@@ -173,16 +143,6 @@ def _scores(setup: TrainedSetup, X: np.ndarray, y: np.ndarray | None):
         return None if y is None else regression_score(y, pred.predict(X))
     P = np.asarray(pred.predict_proba(X), dtype=float)
     return 1.0 - P if y is None else classification_score(P, y)   # y=None: every label's score
-
-# %% ../nbs/08c_pipeline.ipynb #b8a389f8
-def draw_seed(seed: int, sim: int) -> int:
-    "Integer seed of the randomness inside draw `sim` (D_eng/D_cal split of the localized methods, engine 'monte-carlo')."
-    return int(_rng(seed, 3, sim).integers(2**31 - 1))
-
-# %% ../nbs/08c_pipeline.ipynb #64f6be5e
-def draw_rng(seed: int, sim: int) -> np.random.Generator:
-    "The stream `sample_draw` samples draw `sim`'s calibration and test points from (stream (seed, 1, sim))."
-    return _rng(seed, 1, sim)
 
 # %% ../nbs/08c_pipeline.ipynb #18cfa79e
 def _call_oracle(fn, X, info):
@@ -215,7 +175,7 @@ def pool_localizer_samples(setup: TrainedSetup, # the trained models (with a loc
     loc, kind = setup.localizer, fed.shift["kind"]
     if loc is None or kind not in ("tilting", "cifar"):
         return None
-    rng = _rng(setup.seed, 3)
+    rng = stream_rng(setup.seed, 3)
     P = fed.pool[0]
     if kind == "tilting":
         return np.concatenate([loc.sorted_samples(P[i:i + batch], rng) for i in range(0, len(P), batch)])
@@ -287,9 +247,9 @@ def sample_draw(setup: TrainedSetup, # the trained models
                 fed, # the federation (`pfwcp_nb.data.make_federation`)
                 sim: int, # index of the calibration draw (its random stream)
                 *,
-                n_cal: int = 100, # calibration points per agent
+                n_cal: int = PAPER.n_cal, # calibration points per agent
                 n_cal_test: int | None = None, # calibration points of the test agent 0 (None: `n_cal`)
-                n_test: int = 500, # test points of agent 0
+                n_test: int = PAPER.n_test, # test points of agent 0
                 weights: Sequence[str] = ("estimated",), # which draw objects to build: "estimated" and/or "oracle"
                 oracle=None, # oracle ratio functions (default `density_ratio.oracle_density_ratios(fed)`)
                 localize: bool = True, # build the localized fields (only FGLCP / osPFWGLCP need them; costly)
@@ -385,4 +345,4 @@ class FrozenNoiseSampler:
 def frozen_localizer(setup: TrainedSetup, # the trained models (with an engression localizer)
                     ) -> FrozenNoiseSampler | None: # None when the setup has no localizer
     "The setup's localizer with its noise frozen (stream (seed, 4)): the localized samples of the synthetic datasets."
-    return None if setup.localizer is None else FrozenNoiseSampler(setup.localizer, _rng(setup.seed, 4))
+    return None if setup.localizer is None else FrozenNoiseSampler(setup.localizer, stream_rng(setup.seed, 4))

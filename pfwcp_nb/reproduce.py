@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .argtypes import cli_positive_int
-from .baselines import METHODS
+from .methods import METHODS
 from .data import DATASET_SPECS, HETEROGENEITY, data_path
 from .metrics import GUARANTEES
 from .report import variability_table

@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from . import __version__ as pfwcp_version
 from .argtypes import cli_level, cli_nonneg_int, cli_positive_int
-from .baselines import METHODS, get_spec
+from .methods import METHODS, get_spec
 from .procedure import SELECT_RULES
 from .pfwcp import InfiniteThresholdWarning
 from .trust import TrustWarning

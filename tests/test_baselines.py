@@ -1,4 +1,4 @@
-"Tests of pfwcp_nb.baselines: every method on toy draws, hand-computed cases, statistical sanity, bad input."
+"Tests of pfwcp_nb.methods and pfwcp_nb.baselines: every method on toy draws, hand-computed cases, statistical sanity, bad input."
 import warnings
 
 import numpy as np
@@ -8,12 +8,12 @@ from scipy import stats
 import dataclasses
 import inspect
 
-from pfwcp_nb import baselines
-from pfwcp_nb.baselines import (CalibrationDraw, METHODS, ORACLE_METHODS, WEIGHTED_METHODS, LOCALIZED_METHODS,
-                                METHOD_ORDER, MethodSpec, get_method, get_spec, register_method, run_method,
-                                qq_grid, qq_choice, cp, fcp, fcp_qq, fwcp, fwcp_qq, fglcp, pfwcp, ospfwcp,
-                                ospfwglcp, localized_fields, oracle_fwcp_weights, fwcp_fields, toy_draw,
-                                _check_call, _split_threshold)
+from pfwcp_nb import methods
+from pfwcp_nb.methods import (CalibrationDraw, METHODS, ORACLE_METHODS, WEIGHTED_METHODS, LOCALIZED_METHODS,
+                              METHOD_ORDER, MethodSpec, get_method, get_spec, register_method, run_method,
+                              qq_grid, qq_choice, cp, fcp, fcp_qq, fwcp, fwcp_qq, fglcp, pfwcp, ospfwcp,
+                              ospfwglcp, _check_call, _split_threshold)
+from pfwcp_nb.baselines import localized_fields, oracle_fwcp_weights, fwcp_fields, toy_draw
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.pfwcp import AgentCalibration, PFWCP
 from pfwcp_nb.oneshot import OneShotPFWCP, oneshot_level
@@ -66,7 +66,7 @@ def test_derived_lists_are_what_the_records_say():
 @pytest.mark.parametrize("name", PAPER_NAMES)
 def test_record_functions_are_the_module_functions_with_the_contract(name):
     fn = METHODS[name].fn
-    assert getattr(baselines, fn.__name__) is fn            # a renamed function breaks the record at import
+    assert getattr(methods, fn.__name__) is fn            # a renamed function breaks the record at import
     params = inspect.signature(fn).parameters
     assert list(params) == ["draw", "alpha", "delta", "engine", "seed", *METHODS[name].options]   # options: keyword-only
     assert all(params[o].kind is inspect.Parameter.KEYWORD_ONLY for o in METHODS[name].options)
@@ -447,7 +447,7 @@ def test_qq_levels_with_the_monte_carlo_engine():
 
 def test_qq_choice_monte_carlo_is_never_memoised():
     "FCP-QQ's Monte Carlo levels follow the seed it is given (issue 28: a memo served one seed's table to another)."
-    from pfwcp_nb.baselines import qq_choice
+    from pfwcp_nb.methods import qq_choice
     n = (30, 40)
     a = qq_choice(n, 0.1, engine="monte-carlo", seed=1)
     b = qq_choice(n, 0.1, engine="monte-carlo", seed=2)

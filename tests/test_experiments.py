@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pfwcp_nb import metrics, pipeline, report, runner
+from pfwcp_nb import metrics, models, pipeline, report, runner
 from pfwcp_nb import cache as cache_mod
 from pfwcp_nb.cache import CACHE_SCHEMA, ResultCache, RunConfig, _stable_hash, load_cell
 
@@ -347,7 +347,7 @@ def test_pool_localizer_samples_are_gathered_per_pool_point(require_dataset):
     assert Zp.shape == (len(fed.pool[0]), 50) and np.all(np.diff(Zp, axis=1) >= 0)
     draw = pipeline.sample_draw(st, fed, 3, n_cal=20, n_test=15, loc_pool=Zp)["estimated"]
     # the draw's localized calibration scores are F_hat evaluated on the pool rows of its points
-    rng = pipeline._rng(0, 1, 3)
+    rng = models.stream_rng(0, 1, 3)
     cal = [fed.sample(k, 20, rng, return_info=True) for k in range(fed.K)]
     for k, (X, y, info) in enumerate(cal):
         expect = st.localizer.cdf_from_samples(Zp[info["index"]], np.abs(y))
@@ -408,7 +408,7 @@ def test_frozen_noise_localized_scores(cache_dir, gaussian_run):
             np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(new.test_weights, old.test_weights)
     assert not all(np.array_equal(a, b) for a, b in zip(new.loc_cal_scores, old.loc_cal_scores))   # other noise
-    rng = pipeline._rng(0, 1, 2)                                     # the draw's points, in the documented order
+    rng = models.stream_rng(0, 1, 2)                                     # the draw's points, in the documented order
     cal = [fed.sample(k, 30, rng) for k in range(fed.K)]
     for k, (X, y) in enumerate(cal):                          # F_hat of the frozen samples at each point
         np.testing.assert_allclose(new.loc_cal_scores[k], st.localizer.cdf_from_samples(fz.sorted_samples(X),

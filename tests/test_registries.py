@@ -1,13 +1,13 @@
-"""Registries stay live: the lists derived from the method and dataset records (`baselines.WEIGHTED_METHODS`,
+"""Registries stay live: the lists derived from the method and dataset records (`methods.WEIGHTED_METHODS`,
 `METHOD_ORDER`, ..., `data.DATASETS`, `TASKS`, ...) are computed when read, so a method and a dataset registered at run
 time are in them, and `run_experiment` runs them (in this process: `jobs=1`)."""
 import numpy as np
 import pytest
 
-import pfwcp_nb.baselines as B
+import pfwcp_nb.methods as B
 import pfwcp_nb.data as D
 from pfwcp_nb import weighted_quantile
-from pfwcp_nb.baselines import MethodSpec, register_method
+from pfwcp_nb.methods import MethodSpec, register_method
 from pfwcp_nb.data import DatasetSpec, register_dataset
 from pfwcp_nb.models import DATASET_ARCH
 from pfwcp_nb.runner import default_methods, run_experiment

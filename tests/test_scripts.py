@@ -51,7 +51,7 @@ def test_scripts_import_public_names_that_exist(path):
 
 def test_a_private_import_is_caught(tmp_path):
     p = tmp_path / "bad.py"
-    p.write_text("from pfwcp_nb.baselines import _agents\n")
+    p.write_text("from pfwcp_nb.methods import _agents\n")
     with pytest.raises(AssertionError, match="private name"):
         test_scripts_import_public_names_that_exist(p)
 

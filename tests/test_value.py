@@ -65,7 +65,7 @@ def test_loo_check_inputs_and_monotone():
 
 
 def test_local_cp_matches_split_conformal():
-    from pfwcp_nb.baselines import split_conformal
+    from pfwcp_nb.methods import split_conformal
     r = np.random.default_rng(3)
     for n in (5, 9, 21, 22, 50, 100):
         s = r.exponential(size=n)

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pfwcp_nb.baselines import get_spec  # noqa: E402
+from pfwcp_nb.methods import get_spec  # noqa: E402
 from pfwcp_nb.cache import CACHE_SCHEMA, RunConfig, frozen_noise, load_cell  # noqa: E402
 from pfwcp_nb.pipeline import DEFAULT_TRAIN_KW  # noqa: E402
 

@@ -10,7 +10,7 @@ from fastcore.basics import patch
 from ..federated import make_mlp, EngineStream, fedavg_rounds
 from ..models import PAPER_EPOCHS, PREDICTOR_ARCHS, predictor_settings
 from ..density_ratio import DEFAULT_EPS, ratio_settings
-from ..pipeline import DEFAULT_TRAIN_KW
+from ..models import DEFAULT_TRAIN_KW
 
 # %% auto #0
 __all__ = ['MAX_CLASSES', 'ADAM_MOVE', 'TaskPlan', 'plan_tasks', 'round_move', 'initial_networks']

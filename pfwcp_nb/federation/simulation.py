@@ -13,7 +13,7 @@ from flwr.simulation import run_simulation
 from ..pfwcp import PFWCP, AgentCalibration, _as_test_weights
 from ..query_policy import QueryPolicy
 from ..data import make_federation
-from ..pipeline import draw_rng, training_split
+from ..models import draw_rng, training_split
 from .agreement import TrainingAgreement, agreed_policy
 from .agent import AgentData, agent_client_app, pipeline_client_app
 from .server import PipelineResult, collect_summaries, make_estimator, thresholds_over_flower

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from pfwcp_nb import pipeline, runner
 from pfwcp_nb.cache import ResultCache, RunConfig
-from pfwcp_nb.baselines import qq_choice, run_method
+from pfwcp_nb.methods import qq_choice, run_method
 from pfwcp_nb.pfwcp import AgentCalibration
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.pipeline import pool_localizer_samples, frozen_localizer

@@ -27,7 +27,7 @@ import pandas as pd
 from scipy.stats import multivariate_normal
 from sklearn.linear_model import Ridge
 
-from pfwcp_nb.baselines import CalibrationDraw, cp, ospfwcp, pfwcp
+from pfwcp_nb.methods import CalibrationDraw, cp, ospfwcp, pfwcp
 from pfwcp_nb.density_ratio import fit_density_ratios
 from pfwcp_nb.metrics import coverage_metrics, evaluate_thresholds
 

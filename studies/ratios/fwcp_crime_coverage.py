@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pfwcp_nb.baselines import fwcp
+from pfwcp_nb.methods import fwcp
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.density_ratio import fit_fwcp_ratio
 from pfwcp_nb.pipeline import sample_draw, train_setup, training_split

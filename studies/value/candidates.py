@@ -3,7 +3,7 @@ The methods are notebook 03c_value's (`pfwcp_nb.value`); this file only adapts t
 keeps the two variants that lost and have no place in the package (Sel-CP-pool, Sel-check-mc) and PFWCP-gmc."""
 import warnings
 import numpy as np
-from pfwcp_nb.baselines import cp
+from pfwcp_nb.methods import cp
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, InfiniteThresholdWarning
 from pfwcp_nb.trust import loo_thresholds, with_gamma, GAMMA_GRID
 from pfwcp_nb.quantiles import WQ_TOL, effective_sample_size
