@@ -16,11 +16,13 @@ import numpy as np
 import pandas as pd
 
 from .argtypes import cli_positive_int
-from .methods import METHODS
+from .methods import PAPER, METHODS
 from .data import DATASET_SPECS, HETEROGENEITY, data_path
 from .metrics import GUARANTEES
 from .report import variability_table
-from .runner import LOG_EVERY, WEIGHT_KINDS, run_grid
+from .grid import WEIGHT_KINDS, GridSpec
+from .backends import Execution
+from .runner import LOG_EVERY, run_grid
 
 # %% auto #0
 __all__ = ['CELL_COLS', 'METRIC_OF', 'SPREAD_COLUMNS', 'SUBSETS', 'training_variability', 'training_spread', 'total_uncertainty',
@@ -182,12 +184,13 @@ def check_reproduction(results, # a stored results.csv (path) or its DataFrame
         if log_every is not None:
             print(f"re-running {ds}: {len(mine)} cell(s), {n} draws, models trained from scratch", file=sys.stderr,
                   flush=True)
-        df = run_grid([ds], sorted({m for _, m, _ in mine}), sorted({g for _, _, g in mine}),
-                      heterogeneity=heterogeneity, weights=weights, n_sims=n, n_test=int(st["n_test"]),
-                      alpha=float(st["alpha"]), delta=st["delta"], seed=int(st["seed"]),
-                      n_cal_test=None if int(st["n_cal_test"]) == 100 else int(st["n_cal_test"]),
-                      train_kw=st["train_kw"], ratio_model=st["ratio_model"], model_seed=st["model_seed"],
-                      data_dir=data_dir, cache_dir=cache_dir, jobs=jobs, progress=progress, log_every=log_every)
+        spec = GridSpec([ds], sorted({m for _, m, _ in mine}), sorted({g for _, _, g in mine}),
+                        heterogeneity=heterogeneity, weights=weights, n_sims=n, n_test=int(st["n_test"]),
+                        alpha=float(st["alpha"]), delta=st["delta"], seed=int(st["seed"]),
+                        n_cal_test=None if int(st["n_cal_test"]) == PAPER.n_cal else int(st["n_cal_test"]),
+                        train_kw=st["train_kw"], ratio_model=st["ratio_model"], model_seed=st["model_seed"])
+        df = run_grid(spec, Execution(jobs=jobs, cache_dir=cache_dir, data_dir=data_dir, progress=progress,
+                                      log_every=log_every))
         for _, m, g in mine:
             label = m + ("-oracle" if weights == "oracle" else "")
             key = METRIC_OF[g]

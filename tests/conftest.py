@@ -138,3 +138,14 @@ def task_identity():
     TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
     yield
     TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = old
+
+
+def grid_run(datasets=("gaussian", "poisson"), methods=None, guarantees=("mc", "ccc"), **settings):
+    """`runner.run_grid` from keywords, for the tests: the fields of `backends.Execution` (jobs, backend, address,
+    chunk_size, cache_dir, data_dir, progress, log_every) make the execution, the others `grid.GridSpec`."""
+    from dataclasses import fields
+    from pfwcp_nb.backends import Execution
+    from pfwcp_nb.grid import GridSpec
+    from pfwcp_nb.runner import run_grid
+    how = {f.name: settings.pop(f.name) for f in fields(Execution) if f.name in settings}
+    return run_grid(GridSpec(datasets, methods, guarantees, **settings), Execution(**how))

@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pfwcp_nb import metrics, models, pipeline, report, runner
+from pfwcp_nb import grid as grid_mod, metrics, models, pipeline, report, runner
+from pfwcp_nb.backends import Execution
 from pfwcp_nb import cache as cache_mod
 from pfwcp_nb.cache import CACHE_SCHEMA, ResultCache, RunConfig, _stable_hash, load_cell
+from conftest import grid_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -175,12 +177,12 @@ def cache_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gaussian_run(cache_dir):
-    return runner.run_grid(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
+    return grid_run(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
 
 def _check_rows(df, n_methods):
-    "The rows of a run of the default methods (the paper's: `runner.default_methods`) for both guarantees."
+    "The rows of a run of the default methods (the paper's: `grid_mod.default_methods`) for both guarantees."
     assert len(df) == 2 * n_methods
-    assert set(df.method) == set(runner.default_methods())
+    assert set(df.method) == set(grid_mod.default_methods())
     assert (df.n_errors == 0).all(), df.loc[df.n_errors > 0, ["method", "guarantee"]]
     assert (df.n_sims == SMALL["n_sims"]).all()
     for c in ("MC", "CCC"):
@@ -193,7 +195,7 @@ def _check_rows(df, n_methods):
 
 def test_gaussian_every_method_both_guarantees(gaussian_run):
     df = gaussian_run
-    _check_rows(df, len(runner.default_methods()))
+    _check_rows(df, len(grid_mod.default_methods()))
     # split CP on the test agent's own 100 points is marginally valid: MC >= 1 - alpha up to Monte Carlo error
     cp = df[(df.method == "CP") & (df.guarantee == "mc")].iloc[0]
     assert cp.MC > 0.9 - 4 * cp.MC_se
@@ -204,11 +206,11 @@ def test_gaussian_every_method_both_guarantees(gaussian_run):
 
 def test_real_dataset_every_method(cache_dir, require_dataset):
     d = require_dataset("airfoil")
-    df = runner.run_grid(["airfoil"], None, ["mc", "ccc"], data_dir=d, cache_dir=cache_dir, **SMALL)
-    _check_rows(df, len(runner.default_methods()))
+    df = grid_run(["airfoil"], None, ["mc", "ccc"], data_dir=d, cache_dir=cache_dir, **SMALL)
+    _check_rows(df, len(grid_mod.default_methods()))
 
 def test_oracle_weights_rows(cache_dir):
-    df = runner.run_grid(["gaussian"], ["PFWCP", "FWCP"], ["mc"], weights=["estimated", "oracle"], cache_dir=cache_dir,
+    df = grid_run(["gaussian"], ["PFWCP", "FWCP"], ["mc"], weights=["estimated", "oracle"], cache_dir=cache_dir,
                     **{**SMALL, "n_sims": 3})
     assert sorted(df.method) == ["FWCP", "FWCP-oracle", "PFWCP", "PFWCP-oracle"]
     assert (df.n_errors == 0).all()
@@ -218,7 +220,9 @@ def test_oracle_weights_rows(cache_dir):
     assert not np.array_equal(est["size"], orc["size"])
 
 def test_run_experiment_one_guarantee(cache_dir, gaussian_run):
-    df = runner.run_experiment("gaussian", ["CP", "PFWCP"], "ccc", cache_dir=cache_dir, **SMALL)
+    how = Execution(cache_dir=cache_dir, chunk_size=SMALL["chunk_size"], progress=False)
+    df = runner.run_experiment("gaussian", ["CP", "PFWCP"], "ccc", how=how, n_sims=SMALL["n_sims"], n_test=SMALL["n_test"],
+                               train_kw=FAST)
     assert list(df.method) == ["CP", "PFWCP"] and (df.guarantee == "ccc").all()
     ref = gaussian_run.set_index(["method", "guarantee"])
     for r in df.itertuples():                       # read back from the cache: identical to the grid run
@@ -231,7 +235,7 @@ def test_run_experiment_one_guarantee(cache_dir, gaussian_run):
 ])
 def test_run_grid_bad_input(kw, match, tmp_path):
     with pytest.raises(ValueError, match=match):
-        runner.run_grid(**{"datasets": ["gaussian"], "cache_dir": tmp_path, "progress": False, **kw})
+        grid_run(**{"datasets": ["gaussian"], "cache_dir": tmp_path, "progress": False, **kw})
     with pytest.raises(ValueError, match="dataset"):
         runner.run_experiment(["gaussian"])
 
@@ -256,7 +260,7 @@ def test_resume_recomputes_only_the_deleted_cell(cache_dir, gaussian_run, monkey
     assert victim.exists()
     victim.unlink()
     n_fcp, n_cp = _count_calls(monkeypatch, "FCP"), _count_calls(monkeypatch, "CP")
-    df = runner.run_grid(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
+    df = grid_run(["gaussian"], None, ["mc", "ccc"], cache_dir=cache_dir, **SMALL)
     assert n_fcp["n"] == SMALL["n_sims"] and n_cp["n"] == 0     # one cell x all draws; nothing else recomputed
     assert victim.exists()
     pd.testing.assert_frame_equal(df.drop(columns=["seconds", "draw_seconds", "cpu_seconds", "draw_cpu_seconds"]),
@@ -268,13 +272,13 @@ def test_resume_after_interrupt_gives_identical_results(cache_dir, gaussian_run,
     shutil.copytree(Path(cache_dir) / "models", tmp_path / "models")
     calls = _count_calls(monkeypatch, "PFWCP", fail_after=4)         # dies in the second chunk of 3 draws
     with pytest.raises(KeyboardInterrupt):
-        runner.run_grid(["gaussian"], ["PFWCP", "CP"], ["mc"], cache_dir=tmp_path, **SMALL)
+        grid_run(["gaussian"], ["PFWCP", "CP"], ["mc"], cache_dir=tmp_path, **SMALL)
     chunks = list((tmp_path / "chunks").rglob("*.npz"))
     assert len(chunks) == 2                         # chunk 0-3 of both cells finished; chunk 3-6 not
     assert not list((tmp_path / "cells").glob("*.npz"))
     monkeypatch.undo()
     calls = _count_calls(monkeypatch, "PFWCP")
-    df = runner.run_grid(["gaussian"], ["PFWCP", "CP"], ["mc"], cache_dir=tmp_path, **SMALL)
+    df = grid_run(["gaussian"], ["PFWCP", "CP"], ["mc"], cache_dir=tmp_path, **SMALL)
     assert calls["n"] == 3                          # only the unfinished chunk
     ref = gaussian_run.attrs["draws"]
     for key, arr in df.attrs["draws"].items():
@@ -387,7 +391,7 @@ def test_warnings_are_counted_per_cell_not_dropped(cache_dir, gaussian_run, monk
         w.warn("test warning from CP")
         return cp(draw, *a, **k)
     monkeypatch.setitem(baselines.METHODS, "CP", dataclasses.replace(baselines.METHODS["CP"], fn=noisy))
-    df = runner.run_grid(["gaussian"], ["CP", "FCP"], ["mc"], cache_dir=cache_dir, **{**SMALL, "n_sims": 4, "chunk_size": 2})
+    df = grid_run(["gaussian"], ["CP", "FCP"], ["mc"], cache_dir=cache_dir, **{**SMALL, "n_sims": 4, "chunk_size": 2})
     got = dict(zip(df.method, df.n_warned))
     assert got == {"CP": 4, "FCP": 0}
     meta = load_cell(next(Path(cache_dir, "cells").glob(f"v{CACHE_SCHEMA}__gaussian__*__CP__mc__S4_*")))["meta"]
@@ -398,7 +402,7 @@ def test_warnings_are_counted_per_cell_not_dropped(cache_dir, gaussian_run, monk
 def test_frozen_noise_localized_scores(cache_dir, gaussian_run):
     from pfwcp_nb.data import make_federation
     cfg = RunConfig("gaussian", n_sims=SMALL["n_sims"], n_test=SMALL["n_test"], train_kw=json.dumps({**pipeline.DEFAULT_TRAIN_KW, **FAST}, sort_keys=True))
-    st = runner.ensure_setup(cfg, ResultCache(cache_dir), progress=False)
+    st = grid_mod.ensure_setup(cfg, ResultCache(cache_dir), progress=False)
     fed = make_federation("gaussian", "severe", K=11, seed=0)
     fz = pipeline.frozen_localizer(st)
     new = pipeline.sample_draw(st, fed, 2, n_cal=30, n_test=20, loc_frozen=fz)["estimated"]
@@ -447,14 +451,14 @@ def test_files_of_another_cache_schema_are_not_found(tmp_path, monkeypatch):
     "Files written under another CACHE_SCHEMA have other names: a run does not read them, it computes them again."
     kw = dict(n_sims=2, n_test=20, chunk_size=2, train_kw={"predictor": {"epochs": 5}, "ratios": {"epochs": 5}},
               cache_dir=tmp_path, progress=False)
-    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "cold"
+    assert grid_run(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "cold"
     files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
     assert files and all(p.name.startswith(f"v{CACHE_SCHEMA}__") for p in files)
     monkeypatch.setattr(cache_mod, "CACHE_SCHEMA", CACHE_SCHEMA + 1)      # a newer package: the old files are not found
-    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "cold"
+    assert grid_run(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "cold"
     new = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file() and p.relative_to(tmp_path) not in files)
     assert len(new) == len(files) and all(p.name.startswith(f"v{CACHE_SCHEMA + 1}__") for p in new)   # models and cell again
-    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "warm"
+    assert grid_run(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "warm"
     assert all((tmp_path / p).exists() for p in files)                   # the old files are left alone, unread
 
 def test_n_cal_test_sizes_of_the_draw():
@@ -472,7 +476,7 @@ def test_n_cal_test_sizes_of_the_draw():
 
 def test_n_cal_test_in_results_and_cp_infinite_below_its_minimum(cache_dir, gaussian_run):
     assert (gaussian_run.n_cal_test == 100).all()
-    df = runner.run_grid(["gaussian"], ["CP", "PFWCP"], ["mc"], n_cal_test=5, cache_dir=cache_dir, **{**SMALL, "n_sims": 3})
+    df = grid_run(["gaussian"], ["CP", "PFWCP"], ["mc"], n_cal_test=5, cache_dir=cache_dir, **{**SMALL, "n_sims": 3})
     assert (df.n_cal_test == 5).all() and (df.n_errors == 0).all()
     # split CP on n_1 = 5 points at alpha = 0.1 needs the ceil(6 * 0.9) = 6th smallest of 5 scores: always infinite
     assert df.set_index("method").loc["CP", "inf_frac"] == 1.0
@@ -484,7 +488,7 @@ def test_n_cal_test_in_results_and_cp_infinite_below_its_minimum(cache_dir, gaus
 ])
 def test_run_grid_bad_new_options(kw, match, tmp_path):
     with pytest.raises(ValueError, match=match):
-        runner.run_grid(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, progress=False, **kw)
+        grid_run(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, progress=False, **kw)
 
 def test_train_setup_bad_device():
     with pytest.raises(ValueError, match="device"):
@@ -493,11 +497,11 @@ def test_train_setup_bad_device():
 def test_cache_cold_then_warm(tmp_path):
     kw = dict(n_sims=2, n_test=20, chunk_size=2, train_kw={"predictor": {"epochs": 5}, "ratios": {"epochs": 5}},
               cache_dir=tmp_path, progress=False)
-    first = runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw)
+    first = grid_run(["gaussian"], ["CP"], ["mc"], **kw)
     assert first.attrs["cache"] == "cold"
-    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "warm"             # the cell
-    assert runner.run_grid(["gaussian"], ["FCP"], ["mc"], **kw).attrs["cache"] == "warm"            # the models
-    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], **{**kw, "cache_dir": None}).attrs["cache"] == "cold"
+    assert grid_run(["gaussian"], ["CP"], ["mc"], **kw).attrs["cache"] == "warm"             # the cell
+    assert grid_run(["gaussian"], ["FCP"], ["mc"], **kw).attrs["cache"] == "warm"            # the models
+    assert grid_run(["gaussian"], ["CP"], ["mc"], **{**kw, "cache_dir": None}).attrs["cache"] == "cold"
 
 
 def test_unreadable_cached_models_name_the_cache_schema(tmp_path):

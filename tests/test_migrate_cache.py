@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pfwcp_nb import runner
 from pfwcp_nb.cache import RunConfig, load_cell
+from conftest import grid_run
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "migrate_cache.py"
@@ -20,7 +21,7 @@ KW = dict(n_sims=2, n_test=20, chunk_size=2, train_kw={"predictor": {"epochs": 5
 
 
 def test_schema1_cache_is_found_again_after_migration(tmp_path):
-    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, **KW).attrs["cache"] == "cold"
+    assert grid_run(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, **KW).attrs["cache"] == "cold"
     cell = next((tmp_path / "cells").glob("*.npz"))
     model = next((tmp_path / "models").glob("*.pkl"))
     m = load_cell(cell)["meta"]
@@ -28,11 +29,11 @@ def test_schema1_cache_is_found_again_after_migration(tmp_path):
     old_cell = cell.with_name(mig.v1_cell_key(cfg, "CP", "mc", "estimated") + ".npz")
     old_model = model.with_name(mig.v1_setup_key(cfg) + ".pkl")
     cell.rename(old_cell), model.rename(old_model)                       # the cache as schema 1 named it
-    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path / "copy", **KW).attrs["cache"] == "cold"
+    assert grid_run(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path / "copy", **KW).attrs["cache"] == "cold"
     out = subprocess.run([sys.executable, str(TOOL), str(tmp_path)], capture_output=True, text=True, check=True).stdout
     assert "2 files renamed, 0 left" in out
     assert cell.exists() and model.exists() and not old_cell.exists() and not old_model.exists()
-    assert runner.run_grid(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, **KW).attrs["cache"] == "warm"
+    assert grid_run(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, **KW).attrs["cache"] == "warm"
 
 
 def test_bad_directory_is_a_usage_error(tmp_path):

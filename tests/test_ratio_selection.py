@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from pfwcp_nb import density_ratio as DR
-from pfwcp_nb import pipeline, runner
+from pfwcp_nb import grid as grid_mod, pipeline, runner
 from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.density_ratio import RatioCandidate, fit_selected_ratios, ratio_candidates
+from conftest import grid_run
 
 from test_cli import _check_usage_error, _run
 
@@ -99,11 +100,11 @@ def test_cli_rejects_unknown_ratio_model(tmp_path):
 
 def test_runner_reuses_predictor_and_keys(tmp_path, monkeypatch):
     "select: the paper setup is trained (or read) once, the selected ratios are cached under their own key."
-    monkeypatch.setattr(runner, "with_ratio_model", partial(pipeline.with_ratio_model, candidates=SMALL))
+    monkeypatch.setattr(grid_mod, "with_ratio_model", partial(pipeline.with_ratio_model, candidates=SMALL))
     fast = {"predictor": {"epochs": 30}, "ratios": {"epochs": 30}, "fwcp": {"epochs": 30}}
     kw = dict(n_sims=2, n_test=20, chunk_size=2, train_kw=fast, progress=False, cache_dir=tmp_path, K=4)
-    sel = runner.run_grid(["gaussian"], ["PFWCP"], ["mc"], ratio_model="select", **kw)
-    pap = runner.run_grid(["gaussian"], ["PFWCP"], ["mc"], **kw)
+    sel = grid_run(["gaussian"], ["PFWCP"], ["mc"], ratio_model="select", **kw)
+    pap = grid_run(["gaussian"], ["PFWCP"], ["mc"], **kw)
     assert list(sel.ratio_model) == ["select"] and list(pap.ratio_model) == ["paper"]
     cache = ResultCache(tmp_path)
     models = sorted(p.name for p in (tmp_path / "models").glob("*.pkl"))

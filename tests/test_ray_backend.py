@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pfwcp_nb import pipeline, runner
+from pfwcp_nb import backends, pipeline, runner
 from pfwcp_nb.cache import ResultCache, RunConfig
+from conftest import grid_run
 
 ray = pytest.importorskip("ray", reason="the Ray backend needs the flower extra: pip install \"pfwcp_nb[flower]\"")
 
@@ -35,8 +36,8 @@ def _same(a: pd.DataFrame, b: pd.DataFrame):
 
 
 def test_ray_backend_identical_to_process_backend_and_resumes(local_ray, tmp_path):
-    ref = runner.run_grid(["gaussian"], RAY_METHODS, ["mc", "ccc"], cache_dir=tmp_path / "process", **KW)
-    got = runner.run_grid(["gaussian"], RAY_METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
+    ref = grid_run(["gaussian"], RAY_METHODS, ["mc", "ccc"], cache_dir=tmp_path / "process", **KW)
+    got = grid_run(["gaussian"], RAY_METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
     assert got.attrs["cache"] == "cold" and (got.n_errors == 0).all()
     _same(got, ref)
     assert len(list((tmp_path / "ray" / "models").glob("*.pkl"))) == 1     # the driver cached the trained models
@@ -45,13 +46,13 @@ def test_ray_backend_identical_to_process_backend_and_resumes(local_ray, tmp_pat
     victim = ResultCache(tmp_path / "ray").cell_path(cfg, "FGLCP", "ccc", "estimated")
     others = {p: p.stat().st_mtime_ns for p in (tmp_path / "ray" / "cells").glob("*.npz") if p != victim}
     victim.unlink()
-    again = runner.run_grid(["gaussian"], RAY_METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
+    again = grid_run(["gaussian"], RAY_METHODS, ["mc", "ccc"], cache_dir=tmp_path / "ray", backend="ray", **KW)
     assert again.attrs["cache"] == "warm" and victim.exists()
     assert all(p.stat().st_mtime_ns == t for p, t in others.items())       # nothing else recomputed
     _same(again, ref)
 
 
 def test_ray_backend_without_ray_names_the_extra(monkeypatch, tmp_path):
-    monkeypatch.setattr(runner, "ray", None)
+    monkeypatch.setattr(backends, "ray", None)
     with pytest.raises(ImportError, match=r'pip install "pfwcp_nb\[flower\]"'):
-        runner.run_grid(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, backend="ray", **{**KW, "n_sims": 1})
+        grid_run(["gaussian"], ["CP"], ["mc"], cache_dir=tmp_path, backend="ray", **{**KW, "n_sims": 1})

@@ -10,7 +10,9 @@ from pfwcp_nb import weighted_quantile
 from pfwcp_nb.methods import MethodSpec, register_method
 from pfwcp_nb.data import DatasetSpec, register_dataset
 from pfwcp_nb.models import DATASET_ARCH
-from pfwcp_nb.runner import default_methods, run_experiment
+from pfwcp_nb.backends import Execution
+from pfwcp_nb.grid import default_methods
+from pfwcp_nb.runner import run_experiment
 
 
 def wcp_agent2(draw, alpha, delta=None, *, engine="exact", seed=0):
@@ -59,7 +61,7 @@ def test_an_unknown_module_attribute_still_fails():
 
 
 def test_toy_method_and_dataset_run_through_run_experiment(toy_records, tmp_path):
-    kw = dict(n_sims=4, n_test=60, jobs=1, progress=False, cache_dir=tmp_path / "cache",
+    kw = dict(n_sims=4, n_test=60, how=Execution(jobs=1, progress=False, cache_dir=tmp_path / "cache"),
               train_kw={"predictor": {"epochs": 30}, "ratios": {"epochs": 30}})
     df = run_experiment("toyline", ["CP", "WCP-2", "PFWCP"], "mc", **kw)
     assert list(df.method) == ["CP", "WCP-2", "PFWCP"] and set(df.dataset) == {"toyline"}

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from pfwcp_nb.reproduce import reproduction_z, training_variability
-from pfwcp_nb.runner import DEMO_TRAIN_KW, run_grid
+from pfwcp_nb.runner import DEMO_TRAIN_KW
+from conftest import grid_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,7 +30,7 @@ def _run(args, cwd, timeout=600) -> subprocess.CompletedProcess:
 def stored(tmp_path_factory):
     "A stored run of the smoke cells (gaussian, CP and PFWCP, MC and CCC) with the demo's short training."
     d = tmp_path_factory.mktemp("stored")
-    df = run_grid(["gaussian"], ["CP", "PFWCP"], ["mc", "ccc"], n_sims=6, n_test=40, train_kw=DEMO_TRAIN_KW,
+    df = grid_run(["gaussian"], ["CP", "PFWCP"], ["mc", "ccc"], n_sims=6, n_test=40, train_kw=DEMO_TRAIN_KW,
                   progress=False)
     df.to_csv(d / "results.csv", index=False)
     return d / "results.csv"
@@ -122,7 +123,7 @@ def test_thread_count_does_not_change_a_number():
     "--jobs 1 runs with one thread like the workers: every per-draw array equal bit for bit (localized sizes included)."
     kw = dict(n_sims=4, n_test=60, train_kw=DEMO_TRAIN_KW, progress=False, chunk_size=2)
     m = ["CP", "PFWCP", "FGLCP"]
-    assert _same_draws(run_grid(["gaussian"], m, ["mc"], jobs=1, **kw), run_grid(["gaussian"], m, ["mc"], jobs=2, **kw))
+    assert _same_draws(grid_run(["gaussian"], m, ["mc"], jobs=1, **kw), grid_run(["gaussian"], m, ["mc"], jobs=2, **kw))
 
 
 def test_model_seed_changes_the_models_not_the_draws(tmp_path):

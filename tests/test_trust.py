@@ -7,10 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pfwcp_nb import runner
+from pfwcp_nb import grid as grid_mod, runner
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, InfiniteThresholdWarning, band_quantile
 from pfwcp_nb.quantiles import weighted_quantile
 from pfwcp_nb.trust import (GAMMA_GRID, BandWarning, TrustWarning, choose_gamma, clopper_pearson, loo_target,
+from conftest import grid_run
                             loo_thresholds, trust_check, with_gamma)
 
 FAST = {"predictor": {"epochs": 30}, "ratios": {"epochs": 30}}
@@ -183,8 +184,8 @@ def trust_cache(tmp_path_factory):
 
 def test_runner_options_give_their_own_cells_and_count_flags(trust_cache):
     kw = dict(n_sims=4, n_test=40, chunk_size=2, train_kw=FAST, progress=False, cache_dir=trust_cache)
-    plain = runner.run_grid(["gaussian"], ["CP", "PFWCP"], ["mc"], **kw)
-    opts = runner.run_grid(["gaussian"], ["CP", "PFWCP"], ["mc"], weights=["estimated", "oracle"],
+    plain = grid_run(["gaussian"], ["CP", "PFWCP"], ["mc"], **kw)
+    opts = grid_run(["gaussian"], ["CP", "PFWCP"], ["mc"], weights=["estimated", "oracle"],
                            method_kw=dict(select="finite-first", gamma="auto", check=True), **kw)
     cp0, cp1 = plain[plain.method == "CP"].iloc[0], opts[opts.method == "CP"].iloc[0]
     assert cp0.MC == cp1.MC and cp1.options == "{}"             # CP takes no option: the same cell
@@ -192,7 +193,7 @@ def test_runner_options_give_their_own_cells_and_count_flags(trust_cache):
     assert json.loads(row.options) == {"check": True, "gamma": "auto", "select": "finite-first"}
     assert 0 <= row.n_flagged <= 4 and row.n_errors == 0
     assert "PFWCP-oracle" in set(opts.method)
-    again = runner.run_grid(["gaussian"], ["PFWCP"], ["mc"], method_kw=dict(select="paper", gamma=1.0), **kw)
+    again = grid_run(["gaussian"], ["PFWCP"], ["mc"], method_kw=dict(select="paper", gamma=1.0), **kw)
     assert again.MC.iloc[0] == plain[plain.method == "PFWCP"].MC.iloc[0] and again.options.iloc[0] == "{}"
 
 
@@ -201,7 +202,7 @@ def test_runner_options_give_their_own_cells_and_count_flags(trust_cache):
                                        (dict(other=1), "unknown option")])
 def test_runner_rejects_bad_method_kw(bad, match):
     with pytest.raises(ValueError, match=match):
-        runner.check_method_kw(bad)
+        grid_mod.check_method_kw(bad)
 
 
 @pytest.mark.parametrize("argv", [["--gamma", "0.5"], ["--gamma", "x"], ["--select", "nope"]])

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pfwcp_nb.backends import Execution
+from pfwcp_nb.grid import GridSpec
 from pfwcp_nb.runner import run_grid
 
 SCARCE_METHODS = ["CP", "FCP-QQ", "FWCP", "PFWCP", "osPFWCP"]
@@ -39,8 +41,9 @@ def main(argv=None) -> int:
     for k in a.ks:
         for w in a.weights:
             ms = SCARCE_METHODS if w == "estimated" else [m for m in SCARCE_METHODS if m not in ("CP", "FCP-QQ")]
-            df = run_grid(["gaussian"], ms, ["mc", "ccc"], weights=w, K=k, n_cal_test=a.n_cal_test,
-                          n_sims=a.n_sims, n_test=a.n_test, seed=0, jobs=a.jobs, cache_dir=a.cache, progress=False)
+            df = run_grid(GridSpec(["gaussian"], ms, ["mc", "ccc"], weights=w, K=k, n_cal_test=a.n_cal_test,
+                                   n_sims=a.n_sims, n_test=a.n_test, seed=0),
+                          Execution(jobs=a.jobs, cache_dir=a.cache, progress=False))
             frames.append(df.drop(columns=[c for c in df.columns if c == "K"]).assign(K=k))
             print(f"K={k} {w}: done after {time.time() - t0:.0f} s", flush=True)
     res = pd.concat(frames, ignore_index=True)
