@@ -49,8 +49,8 @@ class SubsetSums:
     for a subset S_A of A the subsets of B that complete it to a sum >= level form a suffix of that list, whose
     position depends only on the weights and the level, not on p. So for each batch of probabilities the work is
     the 2^|A| + 2^|B| subset probabilities, one suffix sum and one gather: exact, and linear in 2^(K/2)."""
-    def __init__(self, weights, levels):
-        w = np.asarray(weights, dtype=float)
+    def __init__(self, agg_weights, levels):
+        w = np.asarray(agg_weights, dtype=float)
         self.K, self.total = w.size, w.sum()
         self.hA = self.K // 2                                  # the gathered half is the smaller one
         wA, wB = w[:self.hA], w[self.hA:]
@@ -120,8 +120,8 @@ class LatticeTail:
     """Certified lower and upper bounds, and an estimate, of `P(sum_k w_k B_k >= level)` (independent `B_k ~ Bernoulli(p_k)`)
     from the exact law of the weights rounded to a lattice of at least `units` per total weight (the one of
     `units`..1.25 `units` with the least rounding error), with the rounding error bounded both ways."""
-    def __init__(self, weights, levels, units: int):
-        w = np.asarray(weights, dtype=float)
+    def __init__(self, agg_weights, levels, units: int):
+        w = np.asarray(agg_weights, dtype=float)
         # among `units`..1.25 `units`, the lattice with the smallest total rounding error (0 for equal weights)
         G = units + np.unique(np.linspace(0, units // 4, 65).astype(np.int64))
         err = np.abs(np.outer(G, w / w.sum()) - np.rint(np.outer(G, w / w.sum()))).sum(1)
@@ -195,12 +195,12 @@ class LatticeTail:
         return lo, np.clip(est, lo, hi), hi
 
 # %% ../nbs/01_coverage.ipynb #acbc81de
-def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22, block: int = 256):
-    """`LatticeTail(weights, levels, units).bounds(p)` in blocks of rows (memory ~ `chunk` floats); rows that Bernstein's
+def _lattice_rows(agg_weights, levels, p, units: int, chunk: int = 2**22, block: int = 256):
+    """`LatticeTail(agg_weights, levels, units).bounds(p)` in blocks of rows (memory ~ `chunk` floats); rows that Bernstein's
     inequality for S itself already settles at every level (P(S >= min level) <= eta, or P(S < max level) <= eta) skip the recursion.
     The others go sorted by the mean of S, at most `block` to a block: rows of a block have nearby laws, so the columns the
     recursion keeps (the union of their supports) stay few."""
-    lt = LatticeTail(weights, levels, units)
+    lt = LatticeTail(agg_weights, levels, units)
     n, T = p.shape[0], lt.thr.size
     lo, est, hi = np.zeros((n, T)), np.zeros((n, T)), np.zeros((n, T))
     mu, t = p @ lt.wn, _bernstein_dev((p * (1.0 - p)) @ lt.wn ** 2, lt.wn.max())
@@ -217,7 +217,7 @@ def _lattice_rows(weights, levels, p, units: int, chunk: int = 2**22, block: int
     return lo, est, hi
 
 # %% ../nbs/01_coverage.ipynb #7a699ad5
-def tail_bounds(weights, # aggregation weights (K,)
+def tail_bounds(agg_weights, # aggregation weights (K,)
                 levels, # levels (T,) in (0, 1]: the event is sum_k w_k B_k >= level * sum(w) (with WQ_TOL)
                 p, # (n, K) probabilities P(B_k = 1), one row per point
                 *, tol: float = 1e-6, # refine a row's lattice until its width is <= tol ...
@@ -227,13 +227,13 @@ def tail_bounds(weights, # aggregation weights (K,)
     "Certified bounds of `P(sum_k w_k B_k >= level)`: exact (all three equal) up to MAX_EXACT_K agents, the lattice above."
     p = np.atleast_2d(np.asarray(p, dtype=float))
     if p.shape[1] <= MAX_EXACT_K:
-        v = SubsetSums(weights, levels).prob(p)
+        v = SubsetSums(agg_weights, levels).prob(p)
         return v, v, v
     n, T = p.shape[0], np.atleast_1d(levels).size
     lo, est, hi = np.empty((n, T)), np.empty((n, T)), np.empty((n, T))
     rows = np.arange(n)
     while rows.size:
-        lo[rows], est[rows], hi[rows] = _lattice_rows(weights, levels, p[rows], units)
+        lo[rows], est[rows], hi[rows] = _lattice_rows(agg_weights, levels, p[rows], units)
         if units >= max_units:
             break
         rows, units = rows[(hi[rows] - lo[rows]).max(1) > tol], units * 4
@@ -269,9 +269,9 @@ def _check_tau(tau) -> np.ndarray:
     return t
 
 # %% ../nbs/01_coverage.ipynb #dd28e7e0
-def _agg_weights(weights, n_eff) -> np.ndarray:
-    "The aggregation weights: `weights` checked and normalised, or by default the paper's `n_eff / sum(n_eff)`."
-    return aggregation_weights(n_eff) if weights is None else check_agg_weights(weights, np.size(n_eff))
+def _agg_weights(agg_weights, n_eff) -> np.ndarray:
+    "The aggregation weights: `agg_weights` checked and normalised, or by default the paper's `n_eff / sum(n_eff)`."
+    return aggregation_weights(n_eff) if agg_weights is None else check_agg_weights(agg_weights, np.size(n_eff))
 
 # %% ../nbs/01_coverage.ipynb #e045b470
 def wqb_cdf(u, beta, n_eff, tau, *, agg_weights=None, bounds: bool = False, tol: float = 1e-6,

@@ -55,13 +55,13 @@ def select_cell(objective, # (R, T) objective on the grid
     return int(r[k]), int(t[k]), bool(feas.any())
 
 # %% ../nbs/02_procedure.ipynb #45d21a77
-def aggregate_level(weights, # aggregation weights (K,), K <= 20; normalised inside
+def aggregate_level(agg_weights, # aggregation weights (K,), K <= 20; normalised inside
                     tau, # aggregate level(s), scalar or (T,)
                    ) -> np.ndarray: # c(tau), same shape as tau
-    "Cumulative weight the aggregate quantile reaches: the smallest subset sum of `weights` that is >= 1-tau."
-    w = np.asarray(weights, dtype=float)
+    "Cumulative weight the aggregate quantile reaches: the smallest subset sum of `agg_weights` that is >= 1-tau."
+    w = np.asarray(agg_weights, dtype=float)
     if w.ndim != 1 or w.size == 0 or w.size > 20:
-        raise ValueError(f"`weights` must be 1-D with 1..20 agents (2^K subset sums), got shape {w.shape}.")
+        raise ValueError(f"`agg_weights` must be 1-D with 1..20 agents (2^K subset sums), got shape {w.shape}.")
     w = w / w.sum()
     sums = np.zeros(1)
     for wk in w:

@@ -66,7 +66,7 @@ def effective_sample_size(weights) -> float:
 _STABLE_K: int = 64   # up to this many agents the aggregation sorts stably (~5x slower than the default sort)
 
 def quantile_of_quantiles(quantiles, # local quantiles, (K,) or (m, K); may contain +inf
-                          weights, # aggregation weights (K,) >= 0, normalised inside
+                          agg_weights, # aggregation weights (K,) >= 0, normalised inside
                           *,
                           alpha: float, # mass above the aggregate, in [0, 1): the server's tau
                          ) -> float | np.ndarray: # float for (K,) input, (m,) for (m, K)
@@ -77,7 +77,7 @@ def quantile_of_quantiles(quantiles, # local quantiles, (K,) or (m, K); may cont
     if np.any(np.isnan(q)):
         raise ValueError("`quantiles` contains NaN; a local quantile is a number or +inf.")
     K = q.shape[-1]
-    w = check_weights(weights, "weights", n=K)
+    w = check_weights(agg_weights, "agg_weights", n=K)
     level = 1.0 - check_tail_mass(alpha)
     q2 = np.atleast_2d(q)
     # ties may be taken in any order (same value); the stable order keeps the sums of few agents bit-identical to before

@@ -11,8 +11,8 @@ from pfwcp_nb import grid as grid_mod, runner
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, InfiniteThresholdWarning, band_quantile
 from pfwcp_nb.quantiles import weighted_quantile
 from pfwcp_nb.trust import (GAMMA_GRID, BandWarning, TrustWarning, choose_gamma, clopper_pearson, loo_target,
-from conftest import grid_run
                             loo_thresholds, trust_check, with_gamma)
+from conftest import grid_run
 
 FAST = {"predictor": {"epochs": 30}, "ratios": {"epochs": 30}}
 
