@@ -71,6 +71,7 @@ def clock(s: float) -> str:
     "Seconds as H:MM:SS."
     return f"{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}"
 
+# %% ../nbs/08f_backends.ipynb #3259d5bc
 class Progress:
     "Chunks done: a tqdm bar (`bar`), or lines on stderr for a log: stages, every N-th chunk, a heartbeat every `every` s."
     def __init__(self, total: int, bar: bool = False, every: float | None = None, stream=None):
@@ -117,6 +118,7 @@ def _models(cfg: RunConfig, cache: ResultCache, where: str = "") -> str:
     return (f"models of {cfg.dataset} ({cfg.heterogeneity}): " +
             ("from the cache" if cache.setup_path(cfg).exists() else f"training{where}"))
 
+# %% ../nbs/08f_backends.ipynb #c061fb2d
 def _execute_here(work, cache: ResultCache, data_dir, progress: bool, bar: Progress):
     "`_execute` in this process, with one thread as in the workers: the same numbers as with `jobs` > 1."
     old = torch.get_num_threads()
@@ -133,6 +135,7 @@ def _execute_here(work, cache: ResultCache, data_dir, progress: bool, bar: Progr
     finally:
         torch.set_num_threads(old)
 
+# %% ../nbs/08f_backends.ipynb #cc38b12e
 def _execute(work, cache: ResultCache, data_dir, jobs: int, progress: bool, log_every: float | None = None):
     """Train every dataset's models, then run its chunks. With `jobs` > 1 the trainings run in the worker pool
     too, and a dataset's chunks are submitted as soon as its models are trained (pipelined)."""

@@ -339,6 +339,7 @@ def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *
     q = est.threshold(draw.loc_test_weights)
     return _from_localized(draw, q, np.isfinite(q) & (q < 1.0))
 
+# %% ../nbs/03d_methods.ipynb #a23781d5
 def recommended(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
                 seed=0) -> np.ndarray:
     "The preset: the method `trust.recommend` names for the draw's federation (`value.calibrate_recommended`), not in the paper's tables."
