@@ -72,6 +72,7 @@ def clock(s: float) -> str:
     return f"{int(s // 3600)}:{int(s % 3600 // 60):02d}:{int(s % 60):02d}"
 
 # %% ../nbs/08f_backends.ipynb #3259d5bc
+# long cell: one class, its lines and its heartbeat thread
 class Progress:
     "Chunks done: a tqdm bar (`bar`), or lines on stderr for a log: stages, every N-th chunk, a heartbeat every `every` s."
     def __init__(self, total: int, bar: bool = False, every: float | None = None, stream=None):
@@ -217,6 +218,7 @@ def _ray_chunk(cfg: RunConfig, cells, start: int, stop: int, setup: TrainedSetup
                 SETUP_MEMO[pool] = SETUP_MEMO.pop(("locpool", root, key))
 
 # %% ../nbs/08f_backends.ipynb #d7126bf2
+# long cell: one scheduling loop (trainings, then their chunks as they finish; cancel on interrupt)
 def _execute_ray(work, cache: ResultCache, data_dir, address: str | None, jobs: int, progress: bool,
                  log_every: float | None = None):
     "`_execute` with Ray tasks; the driver writes the models and chunk files into `cache`."

@@ -159,6 +159,7 @@ def _evaluate_cell(r: dict, i: int, s: int, cell: tuple, draw, cfg: RunConfig):
         r["size_finite"][i] = size
 
 # %% ../nbs/08e_grid.ipynb #22a6def3
+# long cell: the unit of work, one loop over the draws that shares each draw between the cells
 def run_chunk(cfg: RunConfig, # the dataset configuration
               cells: Sequence[tuple[str, str, str]], # (method, guarantee, weights) cells still missing this chunk
               start: int, stop: int, # draw indices [start, stop)

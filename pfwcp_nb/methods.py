@@ -80,6 +80,7 @@ def _check_loc_fields(d, K: int, m: int):
 TASK_KINDS: tuple[str, ...] = ("regression", "classification")   # what a draw predicts (`data.DatasetSpec.task`)
 
 # %% ../nbs/03d_methods.ipynb #0d387f9f
+# long cell: one record and the checks it runs on construction
 @dataclass(eq=False)
 class CalibrationDraw:
     "One calibration draw and the test agent's test points, as every method of this module sees them."

@@ -301,6 +301,7 @@ def _grid_spec(a: argparse.Namespace) -> GridSpec:
                     method_kw=dict(select=a.select, gamma=a.gamma, check=a.check))
 
 # %% ../nbs/08f_runner.ipynb #0661024c
+# long cell: the command's one sequence (parse, run, write the outputs and the runs.jsonl line, print)
 def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
     "`pfwcp-experiments` as a function: parse `argv`, run, write the outputs, return the results DataFrame."
     args = _parse(argv)
