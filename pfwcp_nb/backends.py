@@ -137,6 +137,7 @@ def _execute_here(work, cache: ResultCache, data_dir, progress: bool, bar: Progr
         torch.set_num_threads(old)
 
 # %% ../nbs/08f_backends.ipynb #cc38b12e
+# long cell: one scheduling loop (trainings in the pool, then their chunks as they finish; stop the workers on interrupt)
 def _execute(work, cache: ResultCache, data_dir, jobs: int, progress: bool, log_every: float | None = None):
     """Train every dataset's models, then run its chunks. With `jobs` > 1 the trainings run in the worker pool
     too, and a dataset's chunks are submitted as soon as its models are trained (pipelined)."""
