@@ -37,7 +37,8 @@ from .cache import ResultCache
 from .data import DATASET_SPECS, HETEROGENEITY, data_path
 from .density_ratio import RATIO_MODELS
 from .metrics import GUARANTEES
-from .grid import WEIGHT_KINDS, GridSpec, chunks, collect_results, merge_cells, pending_work, reuses
+from .grid import (WEIGHT_KINDS, GridSpec, chunks, collect_results, default_methods, merge_cells,
+                           pending_work, reuses)
 from .backends import Execution, execute
 from .report import (figure1_star, load_training_spread, paper_table, plot_figure1, verdict_legend,
                              write_outputs)
@@ -146,8 +147,8 @@ def _parser() -> argparse.ArgumentParser:
                    metavar="DATASET", help=f"datasets among {', '.join(DATASET_SPECS)}, or 'all' for the nine "
                                            "(default: the synthetic gaussian poisson, which need no data files)")
     p.add_argument("--methods", nargs="+", default=None, choices=list(METHODS), metavar="METHOD",
-                   help=f"methods among {', '.join(METHODS)} (default: all; with oracle weights the "
-                        "weight-using ones)")
+                   help=f"methods among {', '.join(METHODS)} (default: the paper's, {' '.join(default_methods())}; "
+                        "with oracle weights the weight-using ones)")
     p.add_argument("--guarantee", nargs="+", default=list(GUARANTEES), choices=GUARANTEES,
                    help="mc and/or ccc (default: both, from the same draws)")
     p.add_argument("--heterogeneity", nargs="+", default=["severe"], choices=HETEROGENEITY,

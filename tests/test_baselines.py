@@ -135,7 +135,7 @@ def half_cp():
     del METHODS[spec.name]
 
 def test_extending_one_record_and_one_function(half_cp, draw):
-    from pfwcp_nb.runner import default_methods
+    from pfwcp_nb.grid import default_methods
     from pfwcp_nb.cache import RunConfig
     t = run_method(draw, "CP-half", 0.1)
     s = np.sort(draw.cal_scores[0][:50])

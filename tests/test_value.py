@@ -134,7 +134,7 @@ def test_the_preset_runs_from_the_console(tmp_path):
     "`pfwcp-experiments --methods Recommended`: the preset in one line, next to CP on the same draws (not a default method)."
     import subprocess
     import pandas as pd
-    from pfwcp_nb.runner import default_methods
+    from pfwcp_nb.grid import default_methods
     assert "Recommended" not in default_methods() and "Recommended" not in default_methods("oracle")
     r = subprocess.run(["pfwcp-experiments", "--datasets", "gaussian", "--methods", "CP", "Recommended", "--guarantee",
                         "mc", "ccc", "--n-sims", "2", "--n-test", "40", "--n-cal-test", "15", "--no-figures",

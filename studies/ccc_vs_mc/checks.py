@@ -9,7 +9,7 @@ Usage: python studies/ccc_vs_mc/checks.py > results/ccc_vs_mc/checks.txt   (from
 import os, sys, warnings
 import numpy as np
 from scipy import stats
-from pfwcp_nb import pipeline, runner
+from pfwcp_nb import grid, pipeline
 from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.pfwcp import AgentCalibration
 from pfwcp_nb.data import make_federation
@@ -32,7 +32,7 @@ def main():
     warnings.simplefilter("ignore")
     data_dir = os.environ.get("PFWCP_DATA_DIR")
     cfg = RunConfig("crime")
-    st = runner.ensure_setup(cfg, ResultCache(".pfwcp_cache"), data_dir=data_dir, need_localizer=False, progress=False)
+    st = grid.ensure_setup(cfg, ResultCache(".pfwcp_cache"), data_dir=data_dir, need_localizer=False, progress=False)
     fed = make_federation(cfg.dataset, cfg.heterogeneity, K=cfg.K, seed=cfg.seed, data_dir=data_dir)
     print("1. Procedure 1 on crime draws 0-4: n_eff (agent 0 first), (beta*, tau*) for MC and CCC")
     for s in range(5):

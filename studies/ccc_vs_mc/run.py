@@ -19,7 +19,7 @@ Writes per_draw.csv (one row per dataset x draw x method) and summary.csv / summ
 import argparse, os, sys, time, warnings
 import numpy as np
 import pandas as pd
-from pfwcp_nb import pipeline, runner
+from pfwcp_nb import grid, pipeline
 from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.methods import qq_choice, run_method
 from pfwcp_nb.pfwcp import AgentCalibration
@@ -115,7 +115,7 @@ def main(argv=None):
         cfg = RunConfig(ds)
         cache = ResultCache(args.cache)
         loc = not args.no_oneshot
-        st = runner.ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=loc, progress=False)
+        st = grid.ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=loc, progress=False)
         fed = make_federation(cfg.dataset, cfg.heterogeneity, K=cfg.K, seed=cfg.seed, data_dir=data_dir)
         pool = pool_localizer_samples(st, fed) if loc else None     # as the runner builds them (pooled on real data,
         frozen = frozen_localizer(st) if loc and pool is None and frozen_noise(ds) else None   # frozen on synthetic)

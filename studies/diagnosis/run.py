@@ -35,7 +35,7 @@ from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.pipeline import DEFAULT_TRAIN_KW, sample_draw
 from pfwcp_nb.quantiles import effective_sample_size, weighted_quantile
-from pfwcp_nb.runner import ensure_setup
+from pfwcp_nb.grid import ensure_setup
 
 ALPHA = 0.1
 

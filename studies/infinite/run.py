@@ -6,7 +6,7 @@ of infinite intervals per kind of density ratio (oracle, paper hyperparameters, 
         [--cache .pfwcp_cache] [--out results/infinite]
     python studies/infinite/run.py --table results/infinite     # the markdown table of every *_summary.csv
 
-Draws are built as in the pipeline (`pfwcp-experiments`): `runner.ensure_setup` trains (or loads from --cache) the
+Draws are built as in the pipeline (`pfwcp-experiments`): `grid.ensure_setup` trains (or loads from --cache) the
 predictor and the density ratios of `RunConfig(dataset, heterogeneity, seed)` with the ratio hyperparameters of
 each weight kind ("paper" = the pipeline default `DEFAULT_TRAIN_KW`, "calibrated" = `hparams="calibrated"` for the
 ratios), and `pipeline.sample_draw(setup, fed, sim, n_test=...)` draws calibration draw `sim`. The predictor does not
@@ -21,7 +21,7 @@ from `metrics.coverage_metrics`, infinite share, median of the per-draw mean fin
 import argparse, json, os, sys, time, warnings
 import numpy as np
 import pandas as pd
-from pfwcp_nb import pipeline, runner
+from pfwcp_nb import grid, pipeline
 from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.data import DATASETS, make_federation
 from pfwcp_nb.metrics import coverage_metrics, evaluate_thresholds
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
         cfg = RunConfig(args.dataset, args.heterogeneity, seed=args.seed, n_sims=args.n_sims, n_test=args.n_test,
                         train_kw=json.dumps(train_kw(kind), sort_keys=True))
         t0 = time.perf_counter()
-        setups[kind] = runner.ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=False, progress=False)
+        setups[kind] = grid.ensure_setup(cfg, cache, data_dir=data_dir, need_localizer=False, progress=False)
         fed = make_federation(cfg.dataset, cfg.heterogeneity, K=cfg.K, seed=cfg.seed, data_dir=data_dir)
         print(f"{args.dataset}/{args.heterogeneity}: setup {kind} in {time.perf_counter() - t0:.0f} s", flush=True)
     rows, t0 = [], time.perf_counter()

@@ -5,7 +5,7 @@ in /tmp/dinf/cache)"""
 import importlib.util, json, sys, warnings
 from pathlib import Path
 import numpy as np
-from pfwcp_nb import pipeline, runner
+from pfwcp_nb import grid, pipeline
 from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.data import make_federation
 
@@ -16,7 +16,7 @@ def main():
         out = []
         for kind in ("paper", "calibrated"):
             cfg = RunConfig(ds, "severe", n_sims=200, n_test=300, train_kw=json.dumps(m.train_kw(kind), sort_keys=True))
-            st = runner.ensure_setup(cfg, ResultCache("/tmp/dinf/cache"), need_localizer=False, progress=False)
+            st = grid.ensure_setup(cfg, ResultCache("/tmp/dinf/cache"), need_localizer=False, progress=False)
             out.append(pipeline.sample_draw(st, make_federation(cfg.dataset, cfg.heterogeneity, K=cfg.K, seed=cfg.seed), 3, n_test=300, weights=["oracle"], localize=False)["oracle"])
         print(ds, "same test scores:", np.array_equal(out[0].test_scores, out[1].test_scores),
               "same calibration scores:", all(np.array_equal(a, b) for a, b in zip(out[0].cal_scores, out[1].cal_scores)),

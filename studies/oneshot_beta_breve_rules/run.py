@@ -22,7 +22,7 @@ MC = mean coverage (+- s.e.), CCC = share of draws with coverage >= 1 - alpha (+
 import argparse, json, os, sys, time, warnings
 import numpy as np
 import pandas as pd
-from pfwcp_nb import pipeline, runner
+from pfwcp_nb import grid, pipeline
 from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.pfwcp import AgentCalibration
 from pfwcp_nb.data import make_federation
@@ -85,7 +85,7 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     data_dir = os.environ.get("PFWCP_DATA_DIR")
     cfg = RunConfig(args.dataset, heterogeneity=args.heterogeneity)
-    st = runner.ensure_setup(cfg, ResultCache(args.cache), data_dir=data_dir, need_localizer=False, progress=False)
+    st = grid.ensure_setup(cfg, ResultCache(args.cache), data_dir=data_dir, need_localizer=False, progress=False)
     fed = make_federation(cfg.dataset, cfg.heterogeneity, K=cfg.K, seed=cfg.seed, data_dir=data_dir)
     rows, t0 = [], time.perf_counter()
     for s in range(args.draws):

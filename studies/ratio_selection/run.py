@@ -4,7 +4,7 @@ against the oracle ratios on fresh calibration samples: per agent the n_eff rati
 (`density_ratio.ratio_quality`), median over `--draws` calibration samples of 100 points per agent.
 Writes OUT/quality.csv (per cell, ratio model, draw, agent), OUT/selection.csv (every candidate's pooled held-out
 log-loss, the chosen one flagged). Models come from the runner's cache `--cache` where the paper setup is there
-(the selected ratios are then fitted through `runner.ensure_setup` and cached under their own key), else are fitted here.
+(the selected ratios are then fitted through `grid.ensure_setup` and cached under their own key), else are fitted here.
 
 usage: python studies/ratio_selection/run.py OUT --cache CACHE [--draws 5] CELL...   (CELL = dataset:heterogeneity)
 """
@@ -21,7 +21,7 @@ from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.density_ratio import fit_density_ratios, fit_selected_ratios, oracle_density_ratios, ratio_quality
 from pfwcp_nb.pipeline import training_split
-from pfwcp_nb.runner import ensure_setup
+from pfwcp_nb.grid import ensure_setup
 
 
 def _ratios(ds, het, cache: ResultCache, data_dir, fed):

@@ -14,7 +14,7 @@ from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.pipeline import sample_draw
-from pfwcp_nb.runner import ensure_setup
+from pfwcp_nb.grid import ensure_setup
 from pfwcp_nb.trust import choose_gamma, loo_target
 
 
