@@ -14,9 +14,6 @@ from ._validate import add_param_docs
 from .data import make_federation
 from .localizer import FoldedNormalSampler, Localizer
 from .methods import PAPER, CalibrationDraw, METHODS, run_method
-# names of `methods` that modules of other notebooks still import from here (08d_report, 08e_cache, 09_demo, index);
-# they go when those notebooks import them from `pfwcp_nb.methods`
-from .methods import ORACLE_SUFFIX, MethodSpec, get_spec, register_method
 
 # %% auto #0
 __all__ = ['oracle_fwcp_weights', 'fwcp_fields', 'localized_fields', 'toy_draw']

@@ -17,7 +17,7 @@ from pathlib import Path
 import cloudpickle
 import numpy as np
 
-from .baselines import ORACLE_SUFFIX, get_spec
+from .methods import ORACLE_SUFFIX, get_spec
 from .data import DATASET_SPECS
 from .density_ratio import RATIO_MODELS
 from .pipeline import DEFAULT_TRAIN_KW

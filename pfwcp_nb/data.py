@@ -18,9 +18,10 @@ import xlrd
 from fastcore.basics import patch
 
 from ._validate import check_pos_int, add_param_docs
+from .methods import TASK_KINDS   # what a draw predicts: defined with the method layer
 
 # %% auto #0
-__all__ = ['TASK_KINDS', 'SHIFT_KINDS', 'HETEROGENEITY', 'DATASET_SPECS', 'BIKE_COVARIATES', 'CRIME_NONPREDICTIVE', 'CRIME_D',
+__all__ = ['SHIFT_KINDS', 'HETEROGENEITY', 'DATASET_SPECS', 'BIKE_COVARIATES', 'CRIME_NONPREDICTIVE', 'CRIME_D',
            'STAR_COVARIATES', 'CIFAR_COVARIATES', 'SYNTHETIC_D', 'SYNTHETIC_N', 'SYNTHETIC_COVARIATES',
            'BRIGHTNESS_LEVELS', 'CIFAR_SEVERITIES', 'DatasetSpec', 'register_dataset', 'minmax', 'decorrelate',
            'crime_column_names', 'resolve_data_dir', 'data_path', 'load_dataset', 'covariate_names', 'shift_parameters',
@@ -28,7 +29,6 @@ __all__ = ['TASK_KINDS', 'SHIFT_KINDS', 'HETEROGENEITY', 'DATASET_SPECS', 'BIKE_
            'PAPER_SIZES', 'DATA_FILES', 'DATA_SOURCES']
 
 # %% ../nbs/04_data.ipynb #0f50c512
-TASK_KINDS: tuple[str, ...] = ("regression", "classification")
 SHIFT_KINDS: tuple[str, ...] = ("gaussian", "tilting", "cifar")   # synthetic means, tilted pool, brightness mixture
 HETEROGENEITY: tuple[str, ...] = ("severe", "moderate", "mild")
 

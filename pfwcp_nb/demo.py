@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 from tqdm.auto import tqdm
-from .baselines import toy_draw, run_method
+from .baselines import toy_draw
+from .methods import run_method
 from .metrics import coverage_metrics
 from ._validate import check_pos_int
 from .argtypes import cli_positive_int, cli_nonneg_int, cli_level

@@ -275,7 +275,7 @@ def _check_exclude(exclude) -> set:
 
 # %% ../nbs/08e_grid.ipynb #44408b3c
 def default_methods(weights: str = "estimated") -> list[str]:
-    "The paper's methods of `baselines.METHODS` (`MethodSpec.paper`) in its order; for oracle weights those that use weights."
+    "The paper's methods of `methods.METHODS` (`MethodSpec.paper`) in its order; for oracle weights those that use weights."
     order = sorted((m for m in METHODS if METHODS[m].paper), key=lambda m: METHODS[m].order)
     return order if weights == "estimated" else [m for m in order if METHODS[m].uses_weights]
 

@@ -18,7 +18,7 @@ import pandas as pd
 from sklearn.linear_model import LogisticRegression, Ridge
 from tqdm.auto import tqdm
 
-from .baselines import METHODS, ORACLE_SUFFIX
+from .methods import METHODS, ORACLE_SUFFIX
 from .data import HETEROGENEITY, load_dataset
 from .metrics import GUARANTEES, MARKERS, Z_VERDICT, bands, marker
 from .quantiles import effective_sample_size, weighted_quantile
