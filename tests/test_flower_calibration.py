@@ -13,9 +13,11 @@ import pytest
 from flwr.app import Context, Error, Message, RecordDict
 from flwr.common.constant import ErrorCode
 from flwr.server.superlink.linkstate.utils import create_message_error_unavailable_res_message
+from flwr.supercore.task_identity import TaskIdentity
 
 from pfwcp_nb.federation import deploy
 from pfwcp_nb.federation.agent import agent_client_app
+from pfwcp_nb.federation.protocol import pack, request
 from pfwcp_nb.federation.server import calibrate_federation, capped_agg_weights, collect_summaries
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
@@ -202,3 +204,52 @@ def test_the_one_liar_script_refuses_bad_arguments():
     for run in ("pfwcp-mc", "pfwcp-ccc", "ospfwcp-mc", "ospfwcp-ccc"):   # moves coverage <= 2 points, the infinite share <= 5
         honest, liar = t[f"honest/-/{run}"], t[f"tight+cap2/inf/{run}"]
         assert abs(liar["coverage"] - honest["coverage"]) <= 0.02 and liar["infinite_share"] - honest["infinite_share"] <= 0.05
+
+
+class ReplayGrid(FleetGrid):
+    "As FleetGrid, but node `node` answers every request after its first with its first reply (a replay, same β and m)."
+    def __init__(self, app, node, **kw):
+        super().__init__(app, **kw)
+        self.node, self.first = node, {}
+
+    def send_and_receive(self, messages, timeout=None):
+        out = super().send_and_receive(messages, timeout)
+        for i, rep in enumerate(out):
+            kind = json.loads(rep.content.config_records["pfwcp"]["json"])["type"] if not rep.has_error() else None
+            if rep.metadata.src_node_id == self.node and kind is not None:
+                first = self.first.setdefault(kind, rep.content)
+                if first is not rep.content:
+                    out[i] = Message(first, reply_to=[m for m in messages if m.metadata.dst_node_id == self.node][0])
+        return out
+
+
+def test_a_replayed_reply_is_refused_and_its_agent_left_out(task_identity):
+    # issue 30: messages carried no run id or nonce, so an earlier reply with the same beta and m could be replayed
+    scores, weights, tw = federation()
+    out, events = calibrate(ReplayGrid(app_for(scores, weights), node=8), tw)
+    replayed = [e for e in events if "agent 1 (node 8)" in e and "a replayed or misdirected reply is refused" in e]
+    assert replayed, events                      # the second PFWCP run (and the second one-shot run) replayed the first
+    assert out["pfwcp-ccc-agents"].tolist() == [0, 2] and out["pfwcp-mc-agents"].tolist() == [0, 1, 2]
+
+
+def test_a_request_of_another_run_is_refused_by_the_agent(task_identity):
+    scores, weights, _ = federation()
+    app = app_for(scores, weights)
+    ctx = Context(run_id=1, node_id=7, node_config={"partition-id": 0}, state=RecordDict(), run_config={})
+    msg = Message(pack(request("summary", run=2)), dst_node_id=7, message_type="query")    # Flower delivers it in run 1
+    with pytest.raises(Exception, match="a request of run '2' delivered in Flower run 1"):
+        app(msg, ctx)
+
+
+def test_the_budget_is_per_run_two_honest_runs_pass_and_the_total_cap_holds(task_identity):
+    # issue 30: one honest run spent both default one-shot answers and every later run was refused
+    scores, weights, tw = federation()
+    pols = [QueryPolicy(test_agent=(k == 0), max_oneshot=2, max_test_weights=2 * len(tw), max_runs=2) for k in range(3)]
+    for run in (1, 2):                                              # two Flower runs: each its own allowance
+        TaskIdentity.run_id = run
+        out, events = calibrate(FleetGrid(app_for(scores, weights, pols)), tw)
+        assert all(out[f"{n}-agents"].tolist() == [0, 1, 2] for n in RUNS), events
+    assert sorted(pols[1].used["runs"]) == ["1", "2"]
+    TaskIdentity.run_id = 3                                          # a third run: above max_runs, refused by every agent
+    with pytest.raises(RuntimeError, match="max_runs=2"):
+        calibrate(FleetGrid(app_for(scores, weights, pols)), tw)
