@@ -81,8 +81,8 @@ def in_process(scores, weights, tw, ks, method="pfwcp", delta=None):
         return Est(0.1, delta).calibrate([AgentCalibration(scores[k], weights[k]) for k in ks]).threshold(tw[:, ks])
 
 
-RUNS = {f"{me}-{cr}": dict(method=me, alpha=0.1, delta=de) for me in ("pfwcp", "ospfwcp")
-        for cr, de in (("mc", None), ("ccc", 0.1))}
+RUNS = {f"{me}-{cr}": dict(method=me, alpha=0.1, delta=de, score_range=(0.0, 50.0)) for me in ("pfwcp", "ospfwcp")
+        for cr, de in (("mc", None), ("ccc", 0.1))}    # Gamma(2) scores: above 50 with probability 1e-20
 
 
 def calibrate(grid, tw, runs=RUNS, saved=None):
@@ -188,7 +188,8 @@ def test_the_robust_option_caps_an_agents_aggregation_weight(task_identity):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out, _ = calibrate_federation(FleetGrid(app_for(scores, weights), nodes=nodes), nodes, tw,
-                                      {"pfwcp-mc": dict(method="pfwcp", alpha=0.1, delta=None, agg_cap=1.0)}, [40] * 4,
+                                      {"pfwcp-mc": dict(method="pfwcp", alpha=0.1, delta=None, agg_cap=1.0,
+                                                                    score_range=(0.0, 50.0))}, [40] * 4,
                                       timeout=0.2)
         ref = PFWCP(0.1, None, agg_weights=w).calibrate(agents).threshold(tw)
     np.testing.assert_array_equal(out["pfwcp-mc"], ref)
@@ -253,3 +254,17 @@ def test_the_budget_is_per_run_two_honest_runs_pass_and_the_total_cap_holds(task
     TaskIdentity.run_id = 3                                          # a third run: above max_runs, refused by every agent
     with pytest.raises(RuntimeError, match="max_runs=2"):
         calibrate(FleetGrid(app_for(scores, weights, pols)), tw)
+
+
+def test_a_run_names_its_score_range_and_an_unbounded_one_is_logged(task_identity):
+    # issue 30: the default (0, inf) let a liar send 1e300; a run now names its range (score_range_for), finite or not
+    scores, weights, tw = federation()
+    grid = FleetGrid(app_for(scores, weights))
+    with pytest.raises(ValueError, match="give its `score_range`"):
+        calibrate(grid, tw, runs={"pfwcp-mc": dict(method="pfwcp", alpha=0.1, delta=None)})
+    _, events = calibrate(grid, tw, runs={"pfwcp-mc": dict(method="pfwcp", alpha=0.1, delta=None, score_range=(0, np.inf))})
+    assert any("is unbounded" in e and "score_range_for" in e for e in events), events
+    lie = lambda node, d: {**d, "quantiles": [1e300] * len(d["quantiles"])} if node == 8 and d["type"] == "AgentMessage" else d
+    out, events = calibrate(FleetGrid(app_for(scores, weights), tamper=lie), tw)    # the finite range refuses 1e300
+    assert any("agent 1 (node 8): field `quantiles` holds 1e+300, outside the protocol's score range" in e for e in events)
+    assert out["pfwcp-mc-agents"].tolist() == [0, 2]

@@ -17,8 +17,9 @@ from ..oneshot import OneShotMessage
 
 # %% auto #0
 __all__ = ['RECORD', 'REQUESTS', 'ENVELOPE', 'RUN_ID', 'MAX_JSON_CHARS', 'MAX_INT_DIGITS', 'NONCE', 'PROTOCOLS', 'SCORE_RANGE',
-           'WEIGHT_RANGE', 'INF_TOL', 'PIPE', 'request', 'pack', 'strict_json', 'unpack', 'check_score_range',
-           'check_summary', 'check_weight_range', 'check_inf_consistent', 'check_message', 'check_oneshot']
+           'SCORE_TASKS', 'WEIGHT_RANGE', 'INF_TOL', 'PIPE', 'request', 'pack', 'strict_json', 'unpack',
+           'check_score_range', 'score_range_for', 'check_summary', 'check_weight_range', 'check_inf_consistent',
+           'check_message', 'check_oneshot']
 
 # %% ../../nbs/10_federation_protocol.ipynb #35ef15d3
 RECORD = "pfwcp"   # name of the one ConfigRecord in every pfwcp Flower message
@@ -146,15 +147,35 @@ def _pair(value, name: str) -> tuple:
     return lo, hi
 
 def check_score_range(score_range, # (low, high): the protocol's range of non-conformity scores
+                      finite: bool = False, # also refuse an infinite high (the server's calibration runs)
                      ) -> tuple: # (low, high) as floats
-    "The agreed score range: low finite, low < high (high may be inf); default (0, inf) for |y - yhat|, (0, 1) for 1 - p."
+    "The agreed score range: low finite, low < high (high may be inf unless `finite`); `score_range_for` gives it from the predictor's range."
     lo, hi = _pair(score_range, "score_range")
-    if not (np.isfinite(lo) and lo < hi and not np.isnan(hi)):
-        raise ValueError(f"`score_range` must have a finite low < high (high may be inf), got {score_range!r}; "
-                         "(0, inf) for absolute residuals, (0, 1) for 1 - p of a classifier.")
+    if not (np.isfinite(lo) and lo < hi and not np.isnan(hi)) or (finite and not np.isfinite(hi)):
+        raise ValueError(f"`score_range` must have a finite low < high{' < inf' if finite else ' (high may be inf)'}, got "
+                         f"{score_range!r}; score_range_for(task, label_range): (0, 1) for 1 - p of a classifier, "
+                         "(0, high - low) for |y - yhat| with labels and predictions in an agreed (low, high).")
     return lo, hi
 
-SCORE_RANGE = (0.0, math.inf)   # default: non-conformity scores |y - yhat| >= 0
+SCORE_RANGE = (0.0, math.inf)   # the unbounded range of |y - yhat| (allowed only when named: a liar's scores then are unbounded)
+
+SCORE_TASKS = ("classification", "regression")
+
+def score_range_for(task: str, # "classification" (score 1 - p) or "regression" (score |y - yhat|)
+                    label_range=None, # regression: the agreed (low, high) of the labels, which predictions are clipped to
+                   ) -> tuple: # the finite agreed score range (0, high)
+    "The finite score range a predictor's range gives: 1 - p lies in [0, 1]; |y - yhat| in [0, high - low] when y and yhat lie in (low, high)."
+    if task not in SCORE_TASKS:
+        raise ValueError(f"`task` must be one of {SCORE_TASKS}, got {task!r}.")
+    if task == "classification":
+        return (0.0, 1.0)
+    if label_range is None:
+        raise ValueError("a regression's score range needs `label_range` (low, high): the agreed range of the labels, to "
+                         "which the predictor's outputs are clipped; then |y - yhat| <= high - low.")
+    lo, hi = _pair(label_range, "label_range")
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"`label_range` must be finite with low < high, got {label_range!r}.")
+    return (0.0, hi - lo)
 
 # %% ../../nbs/10_federation_protocol.ipynb #40c903b6
 def check_summary(d: dict, # the reply's JSON object

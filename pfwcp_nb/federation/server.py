@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect, logging, math, time
 from dataclasses import dataclass, field
 import numpy as np
-from .protocol import (PROTOCOLS, SCORE_RANGE, WEIGHT_RANGE, pack, unpack, request, _who, check_score_range,
+from .protocol import (PROTOCOLS, SCORE_RANGE, WEIGHT_RANGE, pack, unpack, request, _who, check_score_range, score_range_for,
                                           check_summary, check_message, check_oneshot, _msg_json, _pipe, _arrays)
 from flwr.app import Message, MessageType
 from flwr.common.constant import ErrorCode, SUPERLINK_NODE_ID
@@ -327,7 +327,13 @@ def _run_over(grid: Grid, nodes: dict, summ: dict, # {agent: AgentSummary} of th
     """One run over the agents that answer: one left out of a message round (offline, refused, invalid) leaves the run,
     and Procedure 1 (osPFWCP: its plan) runs again over the others; messages already received are reused."""
     run = dict(run)
-    sr, cap, S, got = check_score_range(run.pop("score_range", SCORE_RANGE)), run.pop("agg_cap", None), sorted(summ), {}
+    if "score_range" not in run:
+        raise ValueError(f"run {run}: give its `score_range`, the agreed range of the scores (`score_range_for(task, "
+                         "label_range)`: (0, 1) for 1 - p); (0, inf) only by name, which leaves a liar's scores unbounded.")
+    sr, cap, S, got = check_score_range(run.pop("score_range")), run.pop("agg_cap", None), sorted(summ), {}
+    if not np.isfinite(sr[1]):
+        events.append(f"{run.get('method', 'pfwcp')}: the agreed score range {sr} is unbounded: one agent's finite "
+                      "quantiles can move the thresholds without bound (agree a finite one: score_range_for)")
     while True:
         _need_agent_0(S, events)
         robust = {} if cap is None else {"agg_weights": capped_agg_weights([summ[k] for k in S], cap)}
@@ -413,19 +419,20 @@ def _level_round(srv: _Server, model_for, # agents -> (estimator, level, request
                   f"agents {S} (their n_eff and aggregation weights)")
 
 # %% ../../nbs/10d_federation_server.ipynb #07c2b0f1
-def _estimator_for(method: str, alpha: float, delta, est_kw: dict, summ: dict, tw: np.ndarray, col: dict, who):
+def _estimator_for(method: str, alpha: float, delta, est_kw: dict, summ: dict, tw: np.ndarray, col: dict, who,
+                   sr: tuple = SCORE_RANGE): # the agreed score range
     "`_level_round`'s model_for: PFWCP (Procedure 1 on the summaries, a message round) or osPFWCP (its one-shot level)."
     def model_for(S):
         if method == "pfwcp":
             model = PFWCP(alpha, delta, **est_kw).calibrate([summ[k] for k in S])
             level = float(model.beta_)
             return (model, level, lambda k: request("message", _flower_run(), beta=level, test_weights=tw[:, col[k]]),
-                    lambda k, c, req: check_message(unpack(c, who(k), req)[0], who(k), level, tw[:, col[k]],
+                    lambda k, c, req: check_message(unpack(c, who(k), req)[0], who(k), level, tw[:, col[k]], sr,
                                                weight_total=summ[k].weight_total))
         model = OneShotPFWCP(alpha, delta, **est_kw)
         level = float(model.plan([summ[k] for k in S]))
         return (model, level, lambda k: request("oneshot", _flower_run(), beta_breve=level),
-                lambda k, c, req: check_oneshot(unpack(c, who(k), req)[0], who(k), summ[k], level))
+                lambda k, c, req: check_oneshot(unpack(c, who(k), req)[0], who(k), summ[k], level, sr))
     return model_for
 
 def _prediction(n: int): # the test agent's test points
@@ -458,8 +465,9 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
     summ = srv.parse(srv.exchange({k: pack(r) for k, r in asks.items()}, MessageType.QUERY, "summaries"), "summaries",
                      lambda k, c: check_summary(unpack(c, who(k), asks[k])[0], who(k), test_agent=(k == 0), max_n=caps[k]))
     S, stage = [k for k in cal if k in summ], "messages" if method == "pfwcp" else "one-shot messages"
+    sr = score_range_for("classification") if res.predictor.task == "classification" else SCORE_RANGE   # 1 - p in [0, 1]
     _need_test_agent(srv, S, "summaries")
-    model, level, S, msgs = _level_round(srv, _estimator_for(method, alpha, delta, est_kw, summ, tw, col, who), S, stage)
+    model, level, S, msgs = _level_round(srv, _estimator_for(method, alpha, delta, est_kw, summ, tw, col, who, sr), S, stage)
     if method == "pfwcp":
         q = model.combine(msgs)
     else:
