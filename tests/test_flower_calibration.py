@@ -268,3 +268,26 @@ def test_a_run_names_its_score_range_and_an_unbounded_one_is_logged(task_identit
     out, events = calibrate(FleetGrid(app_for(scores, weights), tamper=lie), tw)    # the finite range refuses 1e300
     assert any("agent 1 (node 8): field `quantiles` holds 1e+300, outside the protocol's score range" in e for e in events)
     assert out["pfwcp-mc-agents"].tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("stored, cap, lies, worst", [
+    ("one_liar", "cap2", ("inf", "zero"), 0.012), ("one_liar", "cap1", ("inf", "zero"), 0.010),
+    ("2_liars", "cap1", ("inf", "zero"), 0.028)])
+def test_the_stored_liar_runs_support_the_notebook_table(stored, cap, lies, worst):
+    # 10d's table: f liars of K = 11 against the same federation under the same robust option (agreed ranges + agg_cap)
+    t = json.loads((Path(__file__).resolve().parents[1] / "results" / "flower_pipeline" / f"{stored}.json").read_text())["table"]
+    moves = [abs(t[f"tight+{cap}/{lie}/{run}"]["coverage"] - t[f"honest+{cap}/-/{run}"]["coverage"])
+             for lie in lies for run in ("pfwcp-mc", "pfwcp-ccc", "ospfwcp-mc", "ospfwcp-ccc")]
+    assert max(moves) == pytest.approx(worst, abs=0.0005)
+    inf = [t[f"tight+{cap}/{lie}/{run}"]["infinite_share"] - t[f"honest+{cap}/-/{run}"]["infinite_share"]
+           for lie in lies for run in ("pfwcp-mc", "pfwcp-ccc")]
+    assert max(inf) <= 0.05
+    top = t[f"tight+{cap}/top/pfwcp-mc"]["coverage"] - t[f"honest+{cap}/-/pfwcp-mc"]["coverage"]
+    assert top > 0.02                                   # the upward lie: not met (the table says so)
+
+
+def test_the_liar_script_refuses_more_liars_than_it_has():
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "scripts" / "redteam" / "attack_one_liar.py"), "--liars", "3"],
+                       capture_output=True, text=True, cwd=root)
+    assert r.returncode == 2 and "usage:" in r.stderr and "--liars" in r.stderr
