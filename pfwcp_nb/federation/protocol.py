@@ -159,6 +159,7 @@ def check_score_range(score_range, # (low, high): the protocol's range of non-co
 
 SCORE_RANGE = (0.0, math.inf)   # the unbounded range of |y - yhat| (allowed only when named: a liar's scores then are unbounded)
 
+# %% ../../nbs/10_federation_protocol.ipynb #3317471a
 SCORE_TASKS = ("classification", "regression")
 
 def score_range_for(task: str, # "classification" (score 1 - p) or "regression" (score |y - yhat|)

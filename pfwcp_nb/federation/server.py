@@ -332,8 +332,8 @@ def _run_over(grid: Grid, nodes: dict, summ: dict, # {agent: AgentSummary} of th
                          "label_range)`: (0, 1) for 1 - p); (0, inf) only by name, which leaves a liar's scores unbounded.")
     sr, cap, S, got = check_score_range(run.pop("score_range")), run.pop("agg_cap", None), sorted(summ), {}
     if not np.isfinite(sr[1]):
-        events.append(f"{run.get('method', 'pfwcp')}: the agreed score range {sr} is unbounded: one agent's finite "
-                      "quantiles can move the thresholds without bound (agree a finite one: score_range_for)")
+        _log.warning(f"{run.get('method', 'pfwcp')}: the agreed score range {sr} is unbounded: one agent's finite "
+                     "quantiles can move the thresholds without bound (agree a finite one: score_range_for)")
     while True:
         _need_agent_0(S, events)
         robust = {} if cap is None else {"agg_weights": capped_agg_weights([summ[k] for k in S], cap)}
