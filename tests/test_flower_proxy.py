@@ -20,6 +20,13 @@ from pfwcp_nb.federation.network import FLEET_ROUTES, MAX_FLEET_BODY, NODE_AUTH_
 FAKE = dict.fromkeys(NODE_AUTH_HEADERS, "x")   # present, made up: the issue's attack (refused since issue 30)
 
 
+def counted_body(read: list):
+    "A chunked body of 4 x 1000 bytes that notes each chunk the proxy reads in `read`."
+    for _ in range(4):
+        read.append(1)
+        yield b"x" * 1000
+
+
 @pytest.fixture
 def upstream(monkeypatch):
     "A fake SuperLink behind the proxy: records every forwarded request; answers `reply` (status, headers)."
@@ -74,11 +81,7 @@ def test_a_request_without_supernode_headers_is_refused_before_its_body_is_read(
     # red team finding 3: a 256 MiB body with no auth headers was buffered by the proxy and the SuperLink
     seen, _ = upstream
     read = []
-
-    def body():
-        for _ in range(4):
-            read.append(1)
-            yield b"x" * 1000
+    body = lambda: counted_body(read)
     with TestClient(fleet_proxy_app("https://superlink.internal:9093")) as tc:
         for missing in NODE_AUTH_HEADERS:
             r = tc.post("/v1/fleet/push-messages", headers={k: v for k, v in node_auth().items() if k != missing}, content=b"x")
@@ -108,11 +111,7 @@ def test_fake_or_foreign_signatures_are_refused_before_the_body_is_read(upstream
     # issue 30: any values in the three headers passed, and 24 uploads of 16 MiB took the proxy to 1,540 MiB
     seen, _ = upstream
     read = []
-
-    def body():
-        for _ in range(4):
-            read.append(1)
-            yield b"x" * 1000
+    body = lambda: counted_body(read)
     (tmp_path / "node.pem").write_bytes(node_auth.pem)
     stale = node_auth()
     stale[NODE_AUTH_HEADERS[2]] = "2020-01-01T00:00:00+00:00"      # a timestamp far outside flwr's 300 s window
