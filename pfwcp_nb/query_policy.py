@@ -27,8 +27,9 @@ class QueryPolicy:
                  levels=None, # the agreed local levels beta (1-D); default the betas of `paper_grid(alpha)`
                  lock_level: bool = False, # answer only the first level asked (beta* once calibrated)
                  test_agent: bool = False, # the test agent: every test weight must be 1
-                 max_test_weights: int = 1000, # test weights answered in all (PFWCP messages)
-                 max_oneshot: int = 2, # one-shot messages answered in all (osPFWCP: MC and CCC)
+                 max_test_weights: int = 1000, # test weights answered in all, or per run with `max_runs` (PFWCP messages)
+                 max_oneshot: int = 2, # one-shot messages answered in all, or per run with `max_runs` (osPFWCP: MC and CCC)
+                 max_runs: int | None = None, # runs answered in all, each with the allowances above (None: one budget in all)
                  state=None, # JSON file keeping the counts across runs (None: in memory); locked while admitting
                  delta: float = 0.1, # the agreed CCC level delta (fixes osPFWCP's CCC one-shot level with `n1`)
                  n1: int | None = None, # the test agent's n, as agreed: one-shot levels are then exactly osPFWCP's
@@ -50,8 +51,9 @@ class QueryPolicy:
         self.lock_level, self.test_agent = bool(lock_level), bool(test_agent)
         self.max_test_weights = check_pos_int(max_test_weights, "max_test_weights")
         self.max_oneshot = check_pos_int(max_oneshot, "max_oneshot")
+        self.max_runs = None if max_runs is None else check_pos_int(max_runs, "max_runs")
         self.state = None if state is None else Path(state)
-        self.used = {"test_weights": 0, "oneshot": 0, "level": None}
+        self.used = {"test_weights": 0, "oneshot": 0, "level": None} | ({} if max_runs is None else {"runs": {}})
         self._load()
 
     def _load(self):
@@ -65,11 +67,16 @@ class QueryPolicy:
                              "restored, or removed to start a new budget.") from None
         count = lambda v: type(v) is int and v >= 0
         level = lambda v: v is None or (type(v) in (int, float) and 0 < v < 1)
+        run = lambda k, v: (k.isdigit() and isinstance(v, dict) and set(v) == {"test_weights", "oneshot"}
+                            and count(v["test_weights"]) and count(v["oneshot"]))
         if (not isinstance(saved, dict) or set(saved) != set(self.used) or not count(saved["test_weights"])
-                or not count(saved["oneshot"]) or not level(saved["level"])):
+                or not count(saved["oneshot"]) or not level(saved["level"])
+                or not (self.max_runs is None or (isinstance(saved["runs"], dict) and len(saved["runs"]) <= self.max_runs
+                                                  and all(run(k, v) for k, v in saved["runs"].items())))):
             raise ValueError(f"`state` file {self.state} is not a query-policy state ({sorted(self.used)}: counts that are "
-                             f"integers >= 0, a level in (0, 1) or null), got {str(saved)[:200]}; nothing is answered "
-                             "until it is restored, or removed to start a new budget.")
+                             f"integers >= 0, a level in (0, 1) or null" + ("" if self.max_runs is None else
+                             f", at most max_runs={self.max_runs} runs by id with their counts") + f"), got "
+                             f"{str(saved)[:200]}; nothing is answered until it is restored, or removed to start a new budget.")
         self.used = saved
 
     @contextlib.contextmanager
@@ -113,8 +120,36 @@ class QueryPolicy:
             return "QueryPolicy.answer_all()"
         return (f"QueryPolicy({self.levels.size} levels in [{self.levels.min():.4g}, {self.levels.max():.4g}], "
                 f"test weights {self.used['test_weights']}/{self.max_test_weights}, "
-                f"one-shot {self.used['oneshot']}/{self.max_oneshot} at {self._oneshot_rule()}, lock_level={self.lock_level}, "
+                f"one-shot {self.used['oneshot']}/{self.max_oneshot}"
+                + ("" if self.max_runs is None else f" per run, {len(self.used['runs'])}/{self.max_runs} runs") + f" at {self._oneshot_rule()}, lock_level={self.lock_level}, "
                 f"test_agent={self.test_agent})")
+
+# %% ../nbs/03b_query_policy.ipynb #80021350
+def _per(policy: QueryPolicy, req: dict) -> str:
+    return "" if policy.max_runs is None else f" for run {req.get('run')!r}"
+
+def _allowance(policy: QueryPolicy, req: dict, what: str, # "test_weights" or "oneshot"
+              ) -> tuple: # (what is left of `what`, the run's key or None)
+    "What is left of a budget for this request: in all, or (`max_runs`) in the request's run, which may be a new one."
+    cap = policy.max_test_weights if what == "test_weights" else policy.max_oneshot
+    if policy.max_runs is None:
+        return cap - policy.used[what], None
+    key = req.get("run")
+    if not (isinstance(key, str) and key.isdigit() and key.isascii() and len(key) <= 20):
+        raise QueryRefused(f"request field `run` must be the Flower run id in decimal, got {key!r:.40}: this agent's "
+                           "budget is per run (QueryPolicy.max_runs).")
+    run = key
+    if key not in policy.used["runs"] and len(policy.used["runs"]) >= policy.max_runs:
+        raise QueryRefused(f"request of run {run}: this agent has answered {len(policy.used['runs'])} runs, its total "
+                           f"cap (QueryPolicy.max_runs={policy.max_runs}).")
+    return cap - policy.used["runs"].get(key, {}).get(what, 0), key
+
+def _charge(policy: QueryPolicy, key, what: str, n: int) -> None:
+    "Count n answers of `what`, in all and in the run `key` (None: one budget in all)."
+    policy.used[what] += n
+    if key is not None:
+        counts = policy.used["runs"].setdefault(key, {"test_weights": 0, "oneshot": 0})
+        counts[what] += n
 
 # %% ../nbs/03b_query_policy.ipynb #62bfe86f
 def _level(policy: QueryPolicy, beta, name: str) -> float:
@@ -151,16 +186,16 @@ def _admit(policy: QueryPolicy, req: dict) -> None:
         tw = req.get("test_weights")
         if not isinstance(tw, list) or not tw:
             raise QueryRefused("request field `test_weights` must be a non-empty list of finite numbers >= 0.")
-        left = policy.max_test_weights - policy.used["test_weights"]
+        left, run = _allowance(policy, req, "test_weights")
         if len(tw) > left:                   # the budget first: an oversized request costs no element-wise check
             raise QueryRefused(f"request field `test_weights`: {len(tw)} test weights asked, {left} left of this agent's "
-                               f"budget of {policy.max_test_weights} (QueryPolicy.max_test_weights).")
+                               f"budget of {policy.max_test_weights}{_per(policy, req)} (QueryPolicy.max_test_weights).")
         if not all(isinstance(t, (int, float)) and not isinstance(t, bool) and np.isfinite(t) and t >= 0 for t in tw):
             raise QueryRefused("request field `test_weights` must be a non-empty list of finite numbers >= 0.")
         if policy.test_agent and any(t != 1.0 for t in tw):
             raise QueryRefused("request field `test_weights`: the test agent's weights are all 1 "
                                f"(got values other than 1, e.g. {next(t for t in tw if t != 1.0)!r}).")
-        policy.used["test_weights"] += len(tw)
+        _charge(policy, run, "test_weights", len(tw))
         policy.used["level"] = beta if policy.used["level"] is None else policy.used["level"]
     elif ask == "oneshot":
         bb = req.get("beta_breve")
@@ -172,10 +207,11 @@ def _admit(policy: QueryPolicy, req: dict) -> None:
             raise QueryRefused(f"request field `beta_breve`={bb!r} is not an agreed one-shot level: this agent answers "
                                f"one-shot requests at {policy._oneshot_rule()} only (QueryPolicy.oneshot_levels, or "
                                "n1 = the test agent's n: osPFWCP's levels for alpha and delta).")
-        if policy.used["oneshot"] >= policy.max_oneshot:
-            raise QueryRefused(f"request `oneshot`: this agent has answered {policy.used['oneshot']} one-shot requests, "
-                               f"its budget (QueryPolicy.max_oneshot={policy.max_oneshot}).")
-        policy.used["oneshot"] += 1
+        left, run = _allowance(policy, req, "oneshot")
+        if left < 1:
+            raise QueryRefused(f"request `oneshot`: this agent has answered {policy.max_oneshot - left} one-shot requests"
+                               f"{_per(policy, req)}, its budget (QueryPolicy.max_oneshot={policy.max_oneshot}).")
+        _charge(policy, run, "oneshot", 1)
     else:
         raise QueryRefused(f"request field `ask`={ask!r} is not a pfwcp request (summary, message, oneshot).")
 

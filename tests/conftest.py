@@ -149,3 +149,25 @@ def grid_run(datasets=("gaussian", "poisson"), methods=None, guarantees=("mc", "
     from pfwcp_nb.runner import run_grid
     how = {f.name: settings.pop(f.name) for f in fields(Execution) if f.name in settings}
     return run_grid(GridSpec(datasets, methods, guarantees, **settings), Execution(**how))
+
+
+@pytest.fixture
+def node_auth():
+    """A flwr 1.42 SuperNode's signing of Fleet calls (`NodeAuthHttpInterceptor`): returns `headers()`, fresh signed headers
+    for one key pair (its public key file in PEM as `.pem`, and `.raw()`: the same headers as HTTP/1.1 header lines)."""
+    import base64
+    from flwr.supercore.date import now
+    from flwr.supercore.primitives.asymmetric import generate_key_pairs, public_key_to_bytes, sign_message
+    from pfwcp_nb.federation.network import NODE_AUTH_HEADERS
+    sk, pk = generate_key_pairs()
+
+    def headers(key=None):
+        stamp = now().isoformat()
+        private, public = key or (sk, pk)
+        return {NODE_AUTH_HEADERS[0]: base64.b64encode(public_key_to_bytes(public)).decode(),
+                NODE_AUTH_HEADERS[1]: base64.b64encode(sign_message(private, stamp.encode())).decode(),
+                NODE_AUTH_HEADERS[2]: stamp}
+    headers.pem = public_key_to_bytes(pk)
+    headers.raw = lambda: b"".join(f"{k}: {v}\r\n".encode() for k, v in headers().items())
+    headers.new_key = generate_key_pairs
+    return headers

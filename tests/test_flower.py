@@ -81,7 +81,7 @@ def test_simulate_equals_in_process_and_only_protocol_fields_leave_the_clients(t
         assert not s["has_error"]
         assert set(s["records"]) == {"pfwcp"}                # one record, nothing else (no ArrayRecord, MetricRecord)
         rec = s["records"]["pfwcp"]
-        assert rec["kind"] == "ConfigRecord" and set(rec["items"]) == {"json", "agent"}
+        assert rec["kind"] == "ConfigRecord" and set(rec["items"]) == {"json", "agent", "run", "nonce"}   # run, nonce: echoed
         d = json.loads(rec["items"]["json"])
         assert set(d) == {"type", "version"} | MESSAGE_FIELDS[d["type"]]
         kinds[d["type"]] = kinds.get(d["type"], 0) + 1
@@ -180,7 +180,8 @@ def test_agent_reply_is_the_agent_message():
 @pytest.mark.parametrize("req, match", [
     ({"type": "Request", "version": 99, "ask": "summary"}, "version 99"),
     ({"type": "AgentSummary", "version": 1}, "not a pfwcp Request"),
-    ({"type": "Request", "version": 1, "ask": "scores"}, "is not a pfwcp request"),
+    ({"type": "Request", "version": 1, "ask": "scores", "run": "0", "nonce": "0" * 32}, "is not a pfwcp request"),
+    ({"type": "Request", "version": 1, "ask": "summary", "run": 3, "nonce": "0" * 32}, "a Flower run id in decimal"),
     ("summary", "not a pfwcp Request"),
 ])
 def test_agent_reply_bad_requests(req, match):

@@ -13,9 +13,11 @@ import pytest
 from flwr.app import Context, Error, Message, RecordDict
 from flwr.common.constant import ErrorCode
 from flwr.server.superlink.linkstate.utils import create_message_error_unavailable_res_message
+from flwr.supercore.task_identity import TaskIdentity
 
 from pfwcp_nb.federation import deploy
 from pfwcp_nb.federation.agent import agent_client_app
+from pfwcp_nb.federation.protocol import pack, request
 from pfwcp_nb.federation.server import calibrate_federation, capped_agg_weights, collect_summaries
 from pfwcp_nb.oneshot import OneShotPFWCP
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
@@ -79,8 +81,8 @@ def in_process(scores, weights, tw, ks, method="pfwcp", delta=None):
         return Est(0.1, delta).calibrate([AgentCalibration(scores[k], weights[k]) for k in ks]).threshold(tw[:, ks])
 
 
-RUNS = {f"{me}-{cr}": dict(method=me, alpha=0.1, delta=de) for me in ("pfwcp", "ospfwcp")
-        for cr, de in (("mc", None), ("ccc", 0.1))}
+RUNS = {f"{me}-{cr}": dict(method=me, alpha=0.1, delta=de, score_range=(0.0, 50.0)) for me in ("pfwcp", "ospfwcp")
+        for cr, de in (("mc", None), ("ccc", 0.1))}    # Gamma(2) scores: above 50 with probability 1e-20
 
 
 def calibrate(grid, tw, runs=RUNS, saved=None):
@@ -186,7 +188,8 @@ def test_the_robust_option_caps_an_agents_aggregation_weight(task_identity):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out, _ = calibrate_federation(FleetGrid(app_for(scores, weights), nodes=nodes), nodes, tw,
-                                      {"pfwcp-mc": dict(method="pfwcp", alpha=0.1, delta=None, agg_cap=1.0)}, [40] * 4,
+                                      {"pfwcp-mc": dict(method="pfwcp", alpha=0.1, delta=None, agg_cap=1.0,
+                                                                    score_range=(0.0, 50.0))}, [40] * 4,
                                       timeout=0.2)
         ref = PFWCP(0.1, None, agg_weights=w).calibrate(agents).threshold(tw)
     np.testing.assert_array_equal(out["pfwcp-mc"], ref)
@@ -202,3 +205,89 @@ def test_the_one_liar_script_refuses_bad_arguments():
     for run in ("pfwcp-mc", "pfwcp-ccc", "ospfwcp-mc", "ospfwcp-ccc"):   # moves coverage <= 2 points, the infinite share <= 5
         honest, liar = t[f"honest/-/{run}"], t[f"tight+cap2/inf/{run}"]
         assert abs(liar["coverage"] - honest["coverage"]) <= 0.02 and liar["infinite_share"] - honest["infinite_share"] <= 0.05
+
+
+class ReplayGrid(FleetGrid):
+    "As FleetGrid, but node `node` answers every request after its first with its first reply (a replay, same β and m)."
+    def __init__(self, app, node, **kw):
+        super().__init__(app, **kw)
+        self.node, self.first = node, {}
+
+    def send_and_receive(self, messages, timeout=None):
+        out = super().send_and_receive(messages, timeout)
+        for i, rep in enumerate(out):
+            kind = json.loads(rep.content.config_records["pfwcp"]["json"])["type"] if not rep.has_error() else None
+            if rep.metadata.src_node_id == self.node and kind is not None:
+                first = self.first.setdefault(kind, rep.content)
+                if first is not rep.content:
+                    out[i] = Message(first, reply_to=[m for m in messages if m.metadata.dst_node_id == self.node][0])
+        return out
+
+
+def test_a_replayed_reply_is_refused_and_its_agent_left_out(task_identity):
+    # issue 30: messages carried no run id or nonce, so an earlier reply with the same beta and m could be replayed
+    scores, weights, tw = federation()
+    out, events = calibrate(ReplayGrid(app_for(scores, weights), node=8), tw)
+    replayed = [e for e in events if "agent 1 (node 8)" in e and "a replayed or misdirected reply is refused" in e]
+    assert replayed, events                      # the second PFWCP run (and the second one-shot run) replayed the first
+    assert out["pfwcp-ccc-agents"].tolist() == [0, 2] and out["pfwcp-mc-agents"].tolist() == [0, 1, 2]
+
+
+def test_a_request_of_another_run_is_refused_by_the_agent(task_identity):
+    scores, weights, _ = federation()
+    app = app_for(scores, weights)
+    ctx = Context(run_id=1, node_id=7, node_config={"partition-id": 0}, state=RecordDict(), run_config={})
+    msg = Message(pack(request("summary", run=2)), dst_node_id=7, message_type="query")    # Flower delivers it in run 1
+    with pytest.raises(Exception, match="a request of run '2' delivered in Flower run 1"):
+        app(msg, ctx)
+
+
+def test_the_budget_is_per_run_two_honest_runs_pass_and_the_total_cap_holds(task_identity):
+    # issue 30: one honest run spent both default one-shot answers and every later run was refused
+    scores, weights, tw = federation()
+    pols = [QueryPolicy(test_agent=(k == 0), max_oneshot=2, max_test_weights=2 * len(tw), max_runs=2) for k in range(3)]
+    for run in (1, 2):                                              # two Flower runs: each its own allowance
+        TaskIdentity.run_id = run
+        out, events = calibrate(FleetGrid(app_for(scores, weights, pols)), tw)
+        assert all(out[f"{n}-agents"].tolist() == [0, 1, 2] for n in RUNS), events
+    assert sorted(pols[1].used["runs"]) == ["1", "2"]
+    TaskIdentity.run_id = 3                                          # a third run: above max_runs, refused by every agent
+    with pytest.raises(RuntimeError, match="max_runs=2"):
+        calibrate(FleetGrid(app_for(scores, weights, pols)), tw)
+
+
+def test_a_run_names_its_score_range_and_an_unbounded_one_is_logged(task_identity, caplog):
+    # issue 30: the default (0, inf) let a liar send 1e300; a run now names its range (score_range_for), finite or not
+    scores, weights, tw = federation()
+    grid = FleetGrid(app_for(scores, weights))
+    with pytest.raises(ValueError, match="give its `score_range`"):
+        calibrate(grid, tw, runs={"pfwcp-mc": dict(method="pfwcp", alpha=0.1, delta=None)})
+    calibrate(grid, tw, runs={"pfwcp-mc": dict(method="pfwcp", alpha=0.1, delta=None, score_range=(0, np.inf))})
+    assert any("is unbounded" in r.getMessage() and "score_range_for" in r.getMessage() for r in caplog.records)
+    lie = lambda node, d: {**d, "quantiles": [1e300] * len(d["quantiles"])} if node == 8 and d["type"] == "AgentMessage" else d
+    out, events = calibrate(FleetGrid(app_for(scores, weights), tamper=lie), tw)    # the finite range refuses 1e300
+    assert any("agent 1 (node 8): field `quantiles` holds 1e+300, outside the protocol's score range" in e for e in events)
+    assert out["pfwcp-mc-agents"].tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("stored, cap, lies, worst", [
+    ("one_liar", "cap2", ("inf", "zero"), 0.012), ("one_liar", "cap1", ("inf", "zero"), 0.010),
+    ("2_liars", "cap1", ("inf", "zero"), 0.028)])
+def test_the_stored_liar_runs_support_the_notebook_table(stored, cap, lies, worst):
+    # 10d's table: f liars of K = 11 against the same federation under the same robust option (agreed ranges + agg_cap)
+    t = json.loads((Path(__file__).resolve().parents[1] / "results" / "flower_pipeline" / f"{stored}.json").read_text())["table"]
+    moves = [abs(t[f"tight+{cap}/{lie}/{run}"]["coverage"] - t[f"honest+{cap}/-/{run}"]["coverage"])
+             for lie in lies for run in ("pfwcp-mc", "pfwcp-ccc", "ospfwcp-mc", "ospfwcp-ccc")]
+    assert max(moves) == pytest.approx(worst, abs=0.0005)
+    inf = [t[f"tight+{cap}/{lie}/{run}"]["infinite_share"] - t[f"honest+{cap}/-/{run}"]["infinite_share"]
+           for lie in lies for run in ("pfwcp-mc", "pfwcp-ccc")]
+    assert max(inf) <= 0.05
+    top = t[f"tight+{cap}/top/pfwcp-mc"]["coverage"] - t[f"honest+{cap}/-/pfwcp-mc"]["coverage"]
+    assert top > 0.02                                   # the upward lie: not met (the table says so)
+
+
+def test_the_liar_script_refuses_more_liars_than_it_has():
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "scripts" / "redteam" / "attack_one_liar.py"), "--liars", "3"],
+                       capture_output=True, text=True, cwd=root)
+    assert r.returncode == 2 and "usage:" in r.stderr and "--liars" in r.stderr

@@ -1,6 +1,10 @@
 "The Fleet-only proxy (`pfwcp_nb.federation.network.fleet_proxy_app`) against the red team's attacks: exact Fleet routes on the raw path, no redirect naming the SuperLink, SuperNode headers before the body, bounded bodies (Content-Length and chunked)."
 import inspect
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -13,7 +17,14 @@ from pfwcp_nb.federation import network
 from pfwcp_nb.federation.protocol import MAX_JSON_CHARS
 from pfwcp_nb.federation.network import FLEET_ROUTES, MAX_FLEET_BODY, NODE_AUTH_HEADERS, fleet_proxy_app
 
-AUTH = dict.fromkeys(NODE_AUTH_HEADERS, "x")   # present; the SuperLink verifies them, the proxy checks presence
+FAKE = dict.fromkeys(NODE_AUTH_HEADERS, "x")   # present, made up: the issue's attack (refused since issue 30)
+
+
+def counted_body(read: list):
+    "A chunked body of 4 x 1000 bytes that notes each chunk the proxy reads in `read`."
+    for _ in range(4):
+        read.append(1)
+        yield b"x" * 1000
 
 
 @pytest.fixture
@@ -45,52 +56,48 @@ def test_flwr_fleet_routes_are_the_ones_the_supernode_calls():
 def test_anything_but_an_exact_fleet_route_is_refused_and_not_forwarded(upstream, path):
     seen, _ = upstream
     with TestClient(fleet_proxy_app("https://superlink.internal:9093")) as tc:
-        r = tc.post(path, headers=AUTH, content=b"x")
+        r = tc.post(path, headers=FAKE, content=b"x")
     assert r.status_code == 403 and "only the Fleet API" in r.text and seen == []
 
 
-def test_an_exact_route_is_forwarded_verbatim_without_upstream_location_date_or_server(upstream):
+def test_an_exact_route_is_forwarded_verbatim_without_upstream_location_date_or_server(upstream, node_auth):
     seen, reply = upstream
     reply["headers"] = {"location": "https://127.0.0.1:58767/v1/fleet/get-run", "server": "uvicorn", "x-ok": "1"}
     with TestClient(fleet_proxy_app("https://superlink.internal:9093")) as tc:
-        r = tc.post("/v1/fleet/get-run", headers=AUTH, content=b"body")
+        r = tc.post("/v1/fleet/get-run", headers=node_auth(), content=b"body")
     assert r.status_code == 200 and seen == [(b"/v1/fleet/get-run", b"body")]
     assert "location" not in r.headers and r.headers["x-ok"] == "1" and "127.0.0.1" not in str(r.headers)
 
 
-def test_a_redirect_from_the_superlink_is_not_passed_on(upstream):
+def test_a_redirect_from_the_superlink_is_not_passed_on(upstream, node_auth):
     seen, reply = upstream
     reply.update(status=307, headers={"location": "https://127.0.0.1:58767/v1/fleet/get-run"})
     with TestClient(fleet_proxy_app("https://superlink.internal:9093")) as tc:
-        r = tc.post("/v1/fleet/get-run", headers=AUTH, content=b"x", follow_redirects=False)
+        r = tc.post("/v1/fleet/get-run", headers=node_auth(), content=b"x", follow_redirects=False)
     assert r.status_code == 502 and "127.0.0.1" not in r.text + str(r.headers)
 
 
-def test_a_request_without_supernode_headers_is_refused_before_its_body_is_read(upstream):
+def test_a_request_without_supernode_headers_is_refused_before_its_body_is_read(upstream, node_auth):
     # red team finding 3: a 256 MiB body with no auth headers was buffered by the proxy and the SuperLink
     seen, _ = upstream
     read = []
-
-    def body():
-        for _ in range(4):
-            read.append(1)
-            yield b"x" * 1000
+    body = lambda: counted_body(read)
     with TestClient(fleet_proxy_app("https://superlink.internal:9093")) as tc:
         for missing in NODE_AUTH_HEADERS:
-            r = tc.post("/v1/fleet/push-messages", headers={k: v for k, v in AUTH.items() if k != missing}, content=b"x")
+            r = tc.post("/v1/fleet/push-messages", headers={k: v for k, v in node_auth().items() if k != missing}, content=b"x")
             assert r.status_code == 401 and missing in r.text
         r = tc.post("/v1/fleet/push-messages", content=body())
     assert r.status_code == 401 and seen == []
 
 
 @pytest.mark.parametrize("chunked", [False, True])
-def test_bodies_above_the_limit_are_refused_with_or_without_content_length(upstream, chunked):
+def test_bodies_above_the_limit_are_refused_with_or_without_content_length(upstream, chunked, node_auth):
     seen, _ = upstream
     with TestClient(fleet_proxy_app("https://superlink.internal:9093", max_body=4096)) as tc:
         big = b"x" * 5000
-        r = tc.post("/v1/fleet/push-object", headers=AUTH, content=iter([big[:2500], big[2500:]]) if chunked else big)
+        r = tc.post("/v1/fleet/push-object", headers=node_auth(), content=iter([big[:2500], big[2500:]]) if chunked else big)
         assert r.status_code == 413 and "max_body=4096" in r.text and seen == []
-        ok = tc.post("/v1/fleet/push-object", headers=AUTH, content=iter([b"y" * 2000] * 2) if chunked else b"y" * 4096)
+        ok = tc.post("/v1/fleet/push-object", headers=node_auth(), content=iter([b"y" * 2000] * 2) if chunked else b"y" * 4096)
     assert ok.status_code == 200 and len(seen[0][1]) in (4000, 4096)
     assert MAX_FLEET_BODY >= MAX_JSON_CHARS   # a message the server accepts fits through the proxy
 
@@ -98,3 +105,55 @@ def test_bodies_above_the_limit_are_refused_with_or_without_content_length(upstr
 def test_proxy_options_are_checked():
     with pytest.raises(ValueError, match="max_body"):
         fleet_proxy_app("https://x:1", max_body=0)
+
+
+def test_fake_or_foreign_signatures_are_refused_before_the_body_is_read(upstream, node_auth, tmp_path):
+    # issue 30: any values in the three headers passed, and 24 uploads of 16 MiB took the proxy to 1,540 MiB
+    seen, _ = upstream
+    read = []
+    body = lambda: counted_body(read)
+    (tmp_path / "node.pem").write_bytes(node_auth.pem)
+    stale = node_auth()
+    stale[NODE_AUTH_HEADERS[2]] = "2020-01-01T00:00:00+00:00"      # a timestamp far outside flwr's 300 s window
+    other = node_auth(node_auth.new_key())                          # a valid signature by a key of the attacker's own
+    forged = {**node_auth(), NODE_AUTH_HEADERS[1]: other[NODE_AUTH_HEADERS[1]]}
+    with TestClient(fleet_proxy_app("https://superlink.internal:9093", authorized_keys=[tmp_path / "node.pem"])) as tc:
+        for bad, why in [(FAKE, "malformed"), (stale, "outside flwr's window"), (other, "not one of the registered"),
+                         (forged, "does not verify")]:
+            r = tc.post("/v1/fleet/push-messages", headers=bad, content=body())
+            assert r.status_code == 401 and why in r.text and r.headers["connection"] == "close"
+        assert read == [] and seen == []                            # not a byte of any body read, nothing forwarded
+        ok = tc.post("/v1/fleet/push-messages", headers=node_auth(), content=body())
+    assert ok.status_code == 200 and read == [1] * 4 and seen == [(b"/v1/fleet/push-messages", b"x" * 4000)]
+
+
+def test_without_a_key_list_any_key_that_signs_is_admitted_and_fake_values_are_not(upstream, node_auth):
+    seen, _ = upstream
+    with TestClient(fleet_proxy_app("https://superlink.internal:9093")) as tc:
+        assert tc.post("/v1/fleet/get-run", headers=FAKE, content=b"x").status_code == 401
+        assert tc.post("/v1/fleet/get-run", headers=node_auth(node_auth.new_key()), content=b"x").status_code == 200
+    assert seen == [(b"/v1/fleet/get-run", b"x")]
+
+
+def test_authorized_keys_must_be_ec_public_keys(tmp_path):
+    (tmp_path / "bad.pub").write_text("ssh-ed25519 AAAA")
+    with pytest.raises(ValueError, match="not an OpenSSH or PEM public key"):
+        network.load_authorized_keys([tmp_path / "bad.pub"])
+    with pytest.raises(ValueError, match="empty"):
+        network.load_authorized_keys([])
+
+
+def test_concurrent_fake_uploads_leave_the_proxy_memory_flat_and_admitted_ones_stream(tmp_path):
+    # scripts/redteam/attack_fake_uploads.py: 24 uploads of 16 MiB at once against a proxy process; memory from /proc
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "fake_uploads.json"
+    r = subprocess.run([sys.executable, str(root / "scripts" / "redteam" / "attack_fake_uploads.py"), "--uploads", "24",
+                        "--mib", "16", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    c = json.loads(out.read_text())["cases"]
+    for case in ("fake", "unregistered"):                # refused from the head: nothing read, nothing forwarded
+        assert c[case]["codes"] == {"401": 24} and c[case]["sink_bytes"] == 0
+        assert c[case]["peak_rss_mib"] - c[case]["rss_before_mib"] < 4       # buffered: 24 x 16 MiB = 384 MiB
+    reg = c["registered"]                                 # admitted bodies stream: about 1 MiB per request in flight
+    assert reg["codes"] == {"200": 24} and reg["sink_bytes"] == 24 * 16 * 2**20
+    assert reg["peak_rss_mib"] - reg["rss_before_mib"] < 24 + 16

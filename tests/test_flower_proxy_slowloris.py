@@ -11,7 +11,6 @@ import pytest
 from pfwcp_nb.federation import network
 from pfwcp_nb.federation.network import NODE_AUTH_HEADERS, fleet_proxy_server
 
-AUTH = dict.fromkeys(NODE_AUTH_HEADERS, "x")
 HEAD = b"POST /v1/fleet/pull-messages HTTP/1.1\r\nHost: link\r\nflwr-public-key: x\r\n"   # never finished
 
 
@@ -62,41 +61,41 @@ def closed(sock, wait=20.0) -> bool:
         return False
 
 
-def test_forty_idle_connections_do_not_stop_an_honest_request(proxy):
+def test_forty_idle_connections_do_not_stop_an_honest_request(proxy, node_auth):
     port = proxy(header_timeout=60.0)
     socks = idle(port, 40)
     try:
         for _ in range(3):                                   # three honest requests while the 40 are held
-            r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=AUTH, content=b"{}", timeout=30)
+            r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=node_auth(), content=b"{}", timeout=30)
             assert (r.status_code, r.content) == (200, b"ok")
     finally:
         for s in socks: s.close()
 
 
-def test_an_unfinished_request_head_is_closed_after_the_header_timeout(proxy):
+def test_an_unfinished_request_head_is_closed_after_the_header_timeout(proxy, node_auth):
     port = proxy(header_timeout=0.5)
     socks = idle(port, 3)
     try:
         assert all(closed(s) for s in socks)
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=AUTH, content=b"{}", timeout=30)
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=node_auth(), content=b"{}", timeout=30)
         assert r.status_code == 200                          # an honest request afterwards is served
     finally:
         for s in socks: s.close()
 
 
-def test_a_slow_body_gets_408(proxy):
+def test_a_slow_body_gets_408(proxy, node_auth):
     port = proxy(body_timeout=0.5)
     s = socket.create_connection(("127.0.0.1", port))
     try:
         s.sendall(b"POST /v1/fleet/push-messages HTTP/1.1\r\nHost: link\r\n" +
-                  b"".join(f"{h}: x\r\n".encode() for h in NODE_AUTH_HEADERS) + b"Content-Length: 100\r\n\r\n" + b"x" * 10)
+                  node_auth.raw() + b"Content-Length: 100\r\n\r\n" + b"x" * 10)
         s.settimeout(20)
         assert s.recv(1024).startswith(b"HTTP/1.1 408")
     finally:
         s.close()
 
 
-def test_connections_above_the_per_client_limit_are_closed_at_once(proxy):
+def test_connections_above_the_per_client_limit_are_closed_at_once(proxy, node_auth):
     port = proxy(max_per_client=5, header_timeout=60.0)
     socks = idle(port, 5)
     extra = socket.create_connection(("127.0.0.1", port))
@@ -108,21 +107,35 @@ def test_connections_above_the_per_client_limit_are_closed_at_once(proxy):
         for s in socks: s.close()
 
 
-def test_requests_in_flight_are_bounded(proxy):
+def test_requests_in_flight_are_bounded(proxy, node_auth):
     # max_inflight=1: while one request's body is still being read, a second request gets 503 at once
     port = proxy(max_inflight=1, body_timeout=60.0)
     s = socket.create_connection(("127.0.0.1", port))
     try:
         s.sendall(b"POST /v1/fleet/push-messages HTTP/1.1\r\nHost: link\r\n" +
-                  b"".join(f"{h}: x\r\n".encode() for h in NODE_AUTH_HEADERS) + b"Content-Length: 100\r\n\r\n" + b"x" * 10)
+                  node_auth.raw() + b"Content-Length: 100\r\n\r\n" + b"x" * 10)
         r = None
         for _ in range(100):                                  # until the first request holds the slot
-            r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=AUTH, content=b"{}", timeout=30)
+            r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=node_auth(), content=b"{}", timeout=30)
             if r.status_code == 503: break
             time.sleep(0.05)
         assert r.status_code == 503 and b"1 requests in flight" in r.content
         s.sendall(b"x" * 90)                                  # the first body completes: it is forwarded
         s.settimeout(20)
         assert s.recv(1024).startswith(b"HTTP/1.1 200")
+    finally:
+        s.close()
+
+
+def test_a_16_mib_upload_with_fake_headers_is_refused_from_its_head_and_closed(proxy):
+    # issue 30: made-up node-auth values passed and the body was read; now 401 before a byte of it, connection closed
+    port = proxy()
+    s = socket.create_connection(("127.0.0.1", port))
+    try:
+        s.sendall(b"POST /v1/fleet/push-object HTTP/1.1\r\nHost: link\r\n" +
+                  b"".join(f"{h}: x\r\n".encode() for h in NODE_AUTH_HEADERS) + b"Content-Length: 16777216\r\n\r\n")
+        s.settimeout(20)
+        assert s.recv(1024).startswith(b"HTTP/1.1 401")       # no body was sent at all
+        assert closed(s)
     finally:
         s.close()

@@ -137,7 +137,7 @@ def test_simulation_agrees_with_in_process_survives_a_timeout_and_only_parameter
             else:
                 items = r["items"]
                 if name == "pfwcp":                                                # calibration protocol (10_federation_protocol)
-                    assert set(items) == {"json", "agent"}
+                    assert set(items) == {"json", "agent", "run", "nonce"}   # run, nonce: the request echoed
                     msg = json.loads(items["json"])
                     assert all(not isinstance(v, (list, dict)) for k, v in msg.items() if k != "quantiles")
                 else:

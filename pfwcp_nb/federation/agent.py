@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
-from .protocol import (RECORD, REQUESTS, PIPE, pack, unpack, _msg_json, _pipe, _load, _arrays)
+from .protocol import (RECORD, REQUESTS, ENVELOPE, NONCE, RUN_ID, PIPE, pack, unpack, _msg_json, _pipe, _load, _arrays)
 from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from ..pfwcp import PROTOCOL_VERSION, AgentCalibration
@@ -36,9 +36,12 @@ def agent_reply(agent: AgentCalibration, # this agent's scores and weights (they
     if type(req.get("version")) is not int or req["version"] != PROTOCOL_VERSION:
         raise ValueError(f"`req` speaks protocol version {req.get('version')!r}, this agent speaks {PROTOCOL_VERSION}: "
                          "install the same pfwcp_nb release on the server and every agent.")
-    if set(req) != {"type", "version", "ask", *REQUESTS.get(req.get("ask"), ())}:
+    if set(req) != {*ENVELOPE, *REQUESTS.get(req.get("ask"), ())}:
         raise QueryRefused(f"request fields {sorted(req)}: a {req.get('ask')!r} request has exactly "
-                           f"{sorted({'type', 'version', 'ask', *REQUESTS.get(req.get('ask'), ())})}.")
+                           f"{sorted({*ENVELOPE, *REQUESTS.get(req.get('ask'), ())})}.")
+    if not all(isinstance(req[f], str) and p.fullmatch(req[f]) for f, p in (("run", RUN_ID), ("nonce", NONCE))):
+        raise QueryRefused(f"request fields `run`={req['run']!r:.40}, `nonce`={req['nonce']!r:.40}: a Flower run id in "
+                           "decimal and 32 hex digits (`request` makes them), which the reply echoes.")
     policy.admit(req)                                    # refuses before anything is computed
     ask = req["ask"]
     if ask == "summary":
@@ -46,6 +49,14 @@ def agent_reply(agent: AgentCalibration, # this agent's scores and weights (they
     if ask == "message":
         return agent.message(req["beta"], np.asarray(req["test_weights"], dtype=float)).to_dict()
     return agent.oneshot_message(req["beta_breve"]).to_dict()
+
+# %% ../../nbs/10c_federation_agent.ipynb #c37fc0e2
+def _this_run(req: dict, msg: Message) -> dict:
+    "The request, if it names the Flower run it was delivered in (QueryRefused otherwise: a budget is charged per run)."
+    if not isinstance(req, dict) or req.get("run") != str(msg.metadata.run_id):
+        raise QueryRefused(f"a request of run {req.get('run') if isinstance(req, dict) else None!r:.40} delivered in Flower "
+                           f"run {msg.metadata.run_id}: an agent answers a request in its own run only.")
+    return req
 
 def agent_client_app(load_agent, # context -> this SuperNode's AgentCalibration
                      load_policy, # context -> this SuperNode's QueryPolicy (the same object, or one on a state file)
@@ -56,9 +67,9 @@ def agent_client_app(load_agent, # context -> this SuperNode's AgentCalibration
 
     @app.query()
     def query(msg: Message, context: Context) -> Message:
-        req = unpack(msg.content, "the server")[0]
+        req = _this_run(unpack(msg.content, "the server")[0], msg)
         reply = agent_reply(load_agent(context), req, load_policy(context))
-        return Message(pack(reply, agent=int(context.node_config["partition-id"])), reply_to=msg)
+        return Message(pack(reply, agent=int(context.node_config["partition-id"]), reply_to=req), reply_to=msg)
     return app
 
 # %% ../../nbs/10c_federation_agent.ipynb #eb5f9e7c
@@ -354,13 +365,13 @@ def pipeline_client_app(load_data, # context -> this SuperNode's AgentData
             if policy.state is None and POLICY_STATE in context.state.config_records:
                 policy.used = _state_json(context, POLICY_STATE)    # this run's counts so far (simulation)
             try:
-                reply = agent_reply(agent_calibration(context, load_data(context), k),
-                                    unpack(msg.content, "the server")[0], policy)
+                req = _this_run(unpack(msg.content, "the server")[0], msg)
+                reply = agent_reply(agent_calibration(context, load_data(context), k), req, policy)
             except QueryRefused as e:
                 raise QueryRefused(f"agent {k} refused the server's request: {e}") from None
             finally:
                 _set_state_json(context, POLICY_STATE, policy.used)
-            return Message(pack(reply, agent=k), reply_to=msg)
+            return Message(pack(reply, agent=k, reply_to=req), reply_to=msg)
         d = _msg_json(msg.content, f"agent {k}")
         out = agent_query(context, load_data(context), k, d, msg.content, load_agreement(context))
         out[PIPE]["json"] = json.dumps({**json.loads(out[PIPE]["json"]), "agent": k})

@@ -170,9 +170,11 @@ def agreed_policy(k: int, # the agent (0: the test agent, whose test weights are
                   *,
                   n1: int | None = None, # the test agent's calibration points, agreed: osPFWCP's one-shot levels exactly
                   m: int = 500, # the test agent's test points: a PFWCP run asks each agent for m test weights
-                  runs: int = 2, # calibrations the budget covers (2: one more after a dropout at a new level)
+                  runs: int = 2, # calibrations one Flower run's budget covers (2: one more after a dropout at a new level)
                   levels=None, # the agreed grid levels beta, if not the paper's (the server's `grid`)
+                  max_runs: int = 5, # Flower runs answered in all, each with its own allowance (a curious server: 5 x that)
                  ) -> QueryPolicy:
-    "What agent k agreed to answer in a pipeline run: grid levels, osPFWCP's levels for n1/delta, runs x m test weights, `runs` one-shot answers."
+    "What agent k agreed to answer in each of `max_runs` pipeline runs: grid levels, osPFWCP's levels for n1/delta, runs x m test weights, `runs` one-shot answers."
     return QueryPolicy(alpha, levels=levels, test_agent=(k == 0), delta=0.1 if delta is None else delta, n1=n1,
-                       max_test_weights=check_pos_int(runs, "runs") * check_pos_int(m, "m"), max_oneshot=runs)
+                       max_test_weights=check_pos_int(runs, "runs") * check_pos_int(m, "m"), max_oneshot=runs,
+                       max_runs=max_runs)

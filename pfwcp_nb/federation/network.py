@@ -4,19 +4,24 @@
 
 # %% ../../nbs/10h_federation_network.ipynb #131b3dba
 from __future__ import annotations
-import asyncio, collections, contextlib, datetime, ipaddress, math
+import asyncio, base64, binascii, collections, contextlib, datetime, ipaddress, math
 from pathlib import Path
 try:
     import httpx, uvicorn   # Flower's own HTTP stack (the SuperLink serves its APIs with them): the Fleet-only proxy
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import PlainTextResponse, Response
+    from starlette.background import BackgroundTask
+    from starlette.responses import PlainTextResponse, Response, StreamingResponse
     from starlette.routing import Route
     from uvicorn.protocols.http.h11_impl import H11Protocol   # the HTTP/1.1 protocol the proxy guards
     from cryptography import x509   # a dependency of flwr: certificates for the SuperLink
     from cryptography.x509.oid import NameOID
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from flwr.common.constant import SYSTEM_TIME_TOLERANCE, TIMESTAMP_TOLERANCE   # flwr's window for a signed timestamp
+    from flwr.supercore.date import now as flwr_now
+    from flwr.supercore.primitives.asymmetric import bytes_to_public_key, public_key_to_bytes, verify_signature
 except ImportError as e:   # the one optional extra of the package
     raise ImportError('pfwcp_nb.federation needs Flower (flwr[simulation]==1.42.*): pip install "pfwcp_nb[flower]", '
                       'or pip install -e ".[flower]" from a clone of the repository') from e
@@ -24,8 +29,8 @@ from .._validate import check_pos_int
 
 # %% auto #0
 __all__ = ['FLEET_PREFIX', 'FLEET_ROUTES', 'NODE_AUTH_HEADERS', 'MAX_FLEET_BODY', 'MAX_INFLIGHT', 'BODY_TIMEOUT',
-           'HEADER_TIMEOUT', 'MAX_PER_CLIENT', 'fleet_proxy_app', 'fleet_proxy_server', 'serve_fleet_proxy',
-           'make_tls_files']
+           'HEADER_TIMEOUT', 'MAX_PER_CLIENT', 'load_authorized_keys', 'node_auth_refusal', 'fleet_proxy_app',
+           'fleet_proxy_server', 'serve_fleet_proxy', 'make_tls_files']
 
 # %% ../../nbs/10h_federation_network.ipynb #a4133842
 FLEET_PREFIX = "/v1/fleet/"   # the SuperLink's Fleet API routes (flwr 1.42); everything else is Control/runtime API
@@ -42,7 +47,7 @@ _HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "cont
         "proxy-authorization", "proxy-connection", "te", "trailer", "date", "server", "location"}
 
 # %% ../../nbs/10h_federation_network.ipynb #0593d50a
-MAX_INFLIGHT = 32      # requests the proxy reads and forwards at once: memory <= about MAX_INFLIGHT x max_body
+MAX_INFLIGHT = 32      # requests the proxy streams to the SuperLink at once (each holds a few 64 KiB chunks, not its body)
 
 BODY_TIMEOUT = 30.0    # seconds a client has to send a request's body
 
@@ -50,59 +55,134 @@ HEADER_TIMEOUT = 10.0  # seconds a connection has to send a request's headers (o
 
 MAX_PER_CLIENT = 64    # connections open at once from one client address (above: closed at once)
 
+# %% ../../nbs/10h_federation_network.ipynb #6f355450
+def load_authorized_keys(paths, # public key files of the registered SuperNodes (OpenSSH `.pub`, as `flwr supernode register` takes, or PEM)
+                        ) -> frozenset: # the keys as a flwr 1.42 SuperNode sends them (PEM SubjectPublicKeyInfo bytes)
+    "The SuperNode keys the proxy admits, in the form of the `flwr-public-key` header (base64 of `public_key_to_bytes`)."
+    keys = set()
+    for p in [paths] if isinstance(paths, (str, Path)) else paths:
+        raw = Path(p).read_bytes()
+        try:
+            key = (serialization.load_ssh_public_key(raw) if raw.startswith(b"ecdsa-") else
+                   serialization.load_pem_public_key(raw))
+        except (ValueError, UnsupportedAlgorithm) as e:
+            raise ValueError(f"`authorized_keys`: {p} is not an OpenSSH or PEM public key ({e}).") from None
+        if not isinstance(key, ec.EllipticCurvePublicKey):
+            raise ValueError(f"`authorized_keys`: {p} is a {type(key).__name__}; SuperNode keys are EC (flwr 1.42).")
+        keys.add(public_key_to_bytes(key))
+    if not keys:
+        raise ValueError("`authorized_keys` is empty: give the public key file of every registered SuperNode.")
+    return frozenset(keys)
+
+# %% ../../nbs/10h_federation_network.ipynb #1621f1da
+def node_auth_refusal(headers, # the request's headers (a mapping)
+                      authorized: frozenset | None = None, # `load_authorized_keys(...)`; None: any EC key that signs
+                      now: datetime.datetime | None = None, # the time to check the timestamp against (None: flwr's `now()`)
+                     ) -> str | None: # None if admitted, else why not
+    """flwr 1.42's SuperNode authentication (`flwr.superlink.routers.fleet.node_auth.authenticate_node`), from the headers
+    alone: a base64 key (registered, if `authorized` is given), an ISO timestamp within flwr's window, and the key's ECDSA
+    signature of the timestamp. The node id binding needs the body; the SuperLink still checks it."""
+    try:
+        key_bytes = base64.b64decode(headers[NODE_AUTH_HEADERS[0]], validate=True)
+        if authorized is not None and key_bytes not in authorized:
+            return "the public key is not one of the registered SuperNodes'"
+        signature = base64.b64decode(headers[NODE_AUTH_HEADERS[1]], validate=True)
+        stamp = headers[NODE_AUTH_HEADERS[2]]
+        age = ((now or flwr_now()) - datetime.datetime.fromisoformat(stamp)).total_seconds()
+        if not -SYSTEM_TIME_TOLERANCE < age < TIMESTAMP_TOLERANCE + SYSTEM_TIME_TOLERANCE:
+            return f"the timestamp is {age:.0f} s old, outside flwr's window"
+        key = bytes_to_public_key(key_bytes)
+        if not isinstance(key, ec.EllipticCurvePublicKey) or not verify_signature(key, stamp.encode("ascii"), signature):
+            return "the signature does not verify"
+    except (KeyError, ValueError, TypeError, UnicodeError, binascii.Error, UnsupportedAlgorithm) as e:
+        return f"malformed authentication headers ({type(e).__name__})"
+    return None
+
+# %% ../../nbs/10h_federation_network.ipynb #0806f47b
+class _BodyRefused(Exception):
+    "Raised while a request body streams to the SuperLink: too long (413) or too slow (408)."
+    def __init__(self, why: str, code: int):
+        super().__init__(why); self.why, self.code = why, code
+
+async def _bounded_body(request: Request, max_body: int, body_timeout: float):
+    "The request body, chunk by chunk as it arrives (nothing buffered), cut off above `max_body` bytes or `body_timeout` s."
+    loop, chunks, size = asyncio.get_running_loop(), request.stream().__aiter__(), 0
+    deadline = loop.time() + body_timeout
+    while True:
+        try:
+            chunk = await asyncio.wait_for(chunks.__anext__(), max(deadline - loop.time(), 0.0))
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise _BodyRefused(f"request body not received within body_timeout={body_timeout} s.", 408) from None
+        if not chunk:
+            continue                                       # starlette's closing empty chunk
+        size += len(chunk)
+        if size > max_body:
+            raise _BodyRefused(f"request body above max_body={max_body} bytes refused.", 413)
+        yield chunk
+
+# %% ../../nbs/10h_federation_network.ipynb #425c803a
+def _refuse(why: str, code: int) -> Response:
+    "A refusal that closes the connection (a refused client sends nothing more on it, its unread body included)."
+    return PlainTextResponse(f"pfwcp fleet proxy: {why}", status_code=code, headers={"connection": "close"})
+
+def _admission(request: Request, max_body: int, authorized) -> Response | None:
+    "Everything the proxy checks from the request head, before a byte of the body is read: None if admitted."
+    path = request.scope.get("raw_path", b"").decode("latin-1")   # what the SuperLink would see, undecoded
+    if request.method != "POST" or path not in FLEET_ROUTES or request.scope.get("query_string"):
+        return _refuse(f"{request.method} {path[:200]!r} refused: only the Fleet API (POST to one of the "
+                       f"{len(FLEET_ROUTES)} routes {FLEET_PREFIX}..., no query) is served here; the Control API is not.", 403)
+    missing = [h for h in NODE_AUTH_HEADERS if h not in request.headers]
+    if missing:
+        return _refuse(f"POST {path} without the SuperNode authentication header(s) {missing}: refused.", 401)
+    why = node_auth_refusal(request.headers, authorized)
+    if why is not None:
+        return _refuse(f"POST {path}: SuperNode authentication refused: {why}.", 401)
+    size = request.headers.get("content-length")
+    if size is not None and (not size.isdigit() or int(size) > max_body):
+        return _refuse(f"request body of {size[:30]} bytes refused (at most max_body={max_body}).", 413)
+    return None
+
 # %% ../../nbs/10h_federation_network.ipynb #6e66fe27
 def fleet_proxy_app(upstream: str, # the SuperLink's address on its own machine, e.g. "https://127.0.0.1:9093"
                     root_certificates: str | None = None, # CA file that signed the SuperLink's certificate
                     max_body: int = MAX_FLEET_BODY, # bytes of a request body, refused (413) above it
-                    max_inflight: int = MAX_INFLIGHT, # requests read and forwarded at once (503 above): memory <= this x max_body
+                    max_inflight: int = MAX_INFLIGHT, # requests streamed to the SuperLink at once (503 above)
                     body_timeout: float = BODY_TIMEOUT, # seconds to read a request's whole body (408 after)
+                    authorized_keys=None, # public key files of the registered SuperNodes (None: any key whose signature verifies)
                    ) -> Starlette:
-    "An ASGI app that forwards the 12 Fleet routes (POST, exact raw path, node-auth headers, bounded body read in bounded time) to the SuperLink; 403/401/413/408/503 to everything else."
+    "An ASGI app that streams the 12 Fleet routes (POST, exact raw path, a valid SuperNode signature, bounded body in bounded time) to the SuperLink; 403/401/413/408/503 to everything else."
     client = httpx.AsyncClient(base_url=upstream, verify=root_certificates or True, timeout=httpx.Timeout(120.0))
     max_body, slots = check_pos_int(max_body, "max_body"), asyncio.Semaphore(check_pos_int(max_inflight, "max_inflight"))
-    refuse = lambda why, code: PlainTextResponse(f"pfwcp fleet proxy: {why}", status_code=code)
+    authorized = None if authorized_keys is None else load_authorized_keys(authorized_keys)
 
     async def forward(request: Request) -> Response:
-        path = request.scope.get("raw_path", b"").decode("latin-1")   # what the SuperLink would see, undecoded
-        if request.method != "POST" or path not in FLEET_ROUTES or request.scope.get("query_string"):
-            return refuse(f"{request.method} {path[:200]!r} refused: only the Fleet API (POST to one of the "
-                          f"{len(FLEET_ROUTES)} routes {FLEET_PREFIX}..., no query) is served here; the Control API is not.", 403)
-        missing = [h for h in NODE_AUTH_HEADERS if h not in request.headers]
-        if missing:
-            return refuse(f"POST {path} without the SuperNode authentication header(s) {missing}: refused.", 401)
-        size = request.headers.get("content-length")
-        if size is not None and (not size.isdigit() or int(size) > max_body):
-            return refuse(f"request body of {size[:30]} bytes refused (at most max_body={max_body}).", 413)
-        if slots.locked():                                 # idle connections hold no slot: only requests being read
-            return refuse(f"{max_inflight} requests in flight; try again.", 503)
+        refused = _admission(request, max_body, authorized)
+        if refused is not None:
+            return refused
+        if slots.locked():                                 # idle connections hold no slot: only requests in flight
+            return _refuse(f"{max_inflight} requests in flight; try again.", 503)
         async with slots:
-            return await relay(request, path)
-
-    async def relay(request: Request, path: str) -> Response:
-        body = bytearray()
-        try:
-            async with asyncio.timeout(body_timeout):     # a slow body (slowloris on the body) is cut off
-                async for chunk in request.stream():       # chunked bodies: counted as they arrive
-                    body += chunk
-                    if len(body) > max_body:
-                        return refuse(f"request body above max_body={max_body} bytes refused.", 413)
-        except TimeoutError:
-            return refuse(f"request body not received within body_timeout={body_timeout} s.", 408)
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
-        try:
-            r = await client.post(path, content=bytes(body), headers=headers)
-        except httpx.HTTPError as e:
-            return refuse(f"the SuperLink is unreachable ({type(e).__name__})", 502)
-        if 300 <= r.status_code < 400:                     # a redirect would name the SuperLink's internal address
-            return refuse(f"the SuperLink answered {r.status_code} (a redirect); not forwarded.", 502)
-        return Response(r.content, status_code=r.status_code,
-                        headers={k: v for k, v in r.headers.items() if k.lower() not in _HOP})
+            headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP - {"content-length"}}
+            req = client.build_request("POST", request.scope["raw_path"].decode("latin-1"), headers=headers,
+                                       content=_bounded_body(request, max_body, body_timeout))
+            try:
+                r = await client.send(req, stream=True)    # the body streams through; nothing is buffered whole
+            except _BodyRefused as e:
+                return _refuse(e.why, e.code)
+            except httpx.HTTPError as e:
+                return _refuse(f"the SuperLink is unreachable ({type(e).__name__})", 502)
+            if 300 <= r.status_code < 400:                 # a redirect would name the SuperLink's internal address
+                await r.aclose()
+                return _refuse(f"the SuperLink answered {r.status_code} (a redirect); not forwarded.", 502)
+            return StreamingResponse(r.aiter_bytes(), status_code=r.status_code, background=BackgroundTask(r.aclose),
+                                     headers={k: v for k, v in r.headers.items() if k.lower() not in _HOP})
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
         await client.aclose()
-
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     return Starlette(routes=[Route("/{path:path}", forward, methods=methods)], lifespan=lifespan)
 
@@ -167,11 +247,12 @@ def fleet_proxy_server(upstream: str, # the SuperLink, e.g. "https://127.0.0.1:9
                        header_timeout: float = HEADER_TIMEOUT, # seconds to send a request head (closed after)
                        body_timeout: float = BODY_TIMEOUT, # seconds to send a request body (408 after)
                        max_per_client: int = MAX_PER_CLIENT, # connections at once from one address (closed above)
+                       authorized_keys=None, # public key files of the registered SuperNodes (None: any key whose signature verifies)
                       ) -> uvicorn.Server:
     "The proxy's uvicorn server: idle connections hold no worker (no `limit_concurrency`), heads and bodies are read in bounded time."
     if (certfile is None) != (keyfile is None):
         raise ValueError("give both `certfile` and `keyfile` (TLS), or neither (plain HTTP, for tests on loopback).")
-    app = fleet_proxy_app(upstream, root_certificates, max_body, max_inflight, body_timeout)
+    app = fleet_proxy_app(upstream, root_certificates, max_body, max_inflight, body_timeout, authorized_keys)
     config = uvicorn.Config(app, host=host, port=check_pos_int(port, "port"), ssl_certfile=certfile, ssl_keyfile=keyfile,
                             log_level="warning", http=_guarded_protocol(header_timeout, max_per_client), lifespan="on")
     return uvicorn.Server(config)
@@ -181,7 +262,7 @@ def serve_fleet_proxy(port: int, # the port agents connect to (`flower-supernode
                       certfile: str, keyfile: str, # TLS certificate (for the host name agents use) and its key
                       root_certificates: str | None = None, # CA of the SuperLink's certificate
                       host: str = "127.0.0.1", # the interface to listen on (a deployment: the public one)
-                      **limits, # `fleet_proxy_server`'s limits: max_body, max_inflight, header_timeout, body_timeout, max_per_client
+                      **limits, # `fleet_proxy_server`'s limits: max_body, max_inflight, header_timeout, body_timeout, max_per_client, authorized_keys
                      ) -> None:
     "Serve `fleet_proxy_app` over TLS until interrupted (scripts/flower_deploy.sh runs it as its own process)."
     fleet_proxy_server(upstream, port, host, certfile, keyfile, root_certificates, **limits).run()

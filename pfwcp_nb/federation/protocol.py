@@ -4,7 +4,7 @@
 
 # %% ../../nbs/10_federation_protocol.ipynb #62b311a6
 from __future__ import annotations
-import collections, io, json, math
+import collections, io, json, math, re, secrets
 import numpy as np
 import torch
 try:
@@ -16,34 +16,45 @@ from ..pfwcp import PROTOCOL_VERSION, AgentMessage, AgentSummary
 from ..oneshot import OneShotMessage
 
 # %% auto #0
-__all__ = ['RECORD', 'REQUESTS', 'MAX_JSON_CHARS', 'MAX_INT_DIGITS', 'PROTOCOLS', 'SCORE_RANGE', 'WEIGHT_RANGE', 'INF_TOL',
-           'PIPE', 'request', 'pack', 'strict_json', 'unpack', 'check_score_range', 'check_summary',
-           'check_weight_range', 'check_inf_consistent', 'check_message', 'check_oneshot']
+__all__ = ['RECORD', 'REQUESTS', 'ENVELOPE', 'RUN_ID', 'MAX_JSON_CHARS', 'MAX_INT_DIGITS', 'NONCE', 'PROTOCOLS', 'SCORE_RANGE',
+           'SCORE_TASKS', 'WEIGHT_RANGE', 'INF_TOL', 'PIPE', 'request', 'pack', 'strict_json', 'unpack',
+           'check_score_range', 'score_range_for', 'check_summary', 'check_weight_range', 'check_inf_consistent',
+           'check_message', 'check_oneshot']
 
 # %% ../../nbs/10_federation_protocol.ipynb #35ef15d3
 RECORD = "pfwcp"   # name of the one ConfigRecord in every pfwcp Flower message
 
 REQUESTS = {"summary": (), "message": ("beta", "test_weights"), "oneshot": ("beta_breve",)}
 
+ENVELOPE = ("type", "version", "ask", "run", "nonce")   # the fields of every request; `run` and `nonce` bind its reply
+
+RUN_ID = re.compile(r"[0-9]{1,20}")   # a Flower run id (a 64-bit integer) in decimal: it travels as a string
+
 def request(ask: str, # "summary", "message" (needs beta, test_weights) or "oneshot" (needs beta_breve)
+            run: int = 0, # the Flower run it belongs to (the server: `TaskIdentity.run_id`; sent in decimal); 0: in process
             **fields) -> dict:
-    "A server -> agent request as a JSON-safe, versioned dict."
+    "A server -> agent request as a JSON-safe, versioned dict, with its run and a fresh random nonce (its reply echoes both)."
     if ask not in REQUESTS:
         raise ValueError(f"`ask` must be one of {sorted(REQUESTS)}, got {ask!r}.")
     if set(fields) != set(REQUESTS[ask]):
         raise ValueError(f"request {ask!r} needs the fields {list(REQUESTS[ask])}, got {sorted(fields)}.")
-    d = {"type": "Request", "version": PROTOCOL_VERSION, "ask": ask}
+    if isinstance(run, bool) or not isinstance(run, int) or run < 0:
+        raise ValueError(f"`run` must be a Flower run id (an integer >= 0), got {run!r}.")
+    d = {"type": "Request", "version": PROTOCOL_VERSION, "ask": ask, "run": str(run), "nonce": secrets.token_hex(16)}
     for k, v in fields.items():
         d[k] = [float(x) for x in np.asarray(v, dtype=float).ravel()] if k == "test_weights" else float(v)
     return d
 
 def pack(d: dict, # a request or a message's `to_dict()`
          agent: int | None = None, # the replying agent's index (replies only)
+         reply_to: dict | None = None, # the request a reply answers: its `run` and `nonce` are echoed (replies only)
         ) -> RecordDict:
-    "Flower content of a protocol message: ConfigRecord `pfwcp` = {json, [agent]}."
+    "Flower content of a protocol message: ConfigRecord `pfwcp` = {json, [agent, run, nonce]}."
     rec = {"json": json.dumps(d, allow_nan=False)}
     if agent is not None:
         rec["agent"] = int(agent)
+    if reply_to is not None:
+        rec["run"], rec["nonce"] = str(reply_to["run"]), str(reply_to["nonce"])
     return RecordDict({RECORD: ConfigRecord(rec)})
 
 # %% ../../nbs/10_federation_protocol.ipynb #a0f5db2d
@@ -92,20 +103,27 @@ def strict_json(text, # the JSON text of a message
     return d
 
 # %% ../../nbs/10_federation_protocol.ipynb #a09bb155
+NONCE = re.compile(r"[0-9a-f]{32}")   # `request`'s nonce: 16 random bytes in hex
+
 def unpack(content: RecordDict,
            sender: str = "the peer", # who sent it, named in every refusal
+           reply_to: dict | None = None, # the request this reply answers: its run and nonce must be echoed
           ) -> tuple[dict, int | None]:
-    "Inverse of `pack`: (the dict, the agent index or None); strict JSON, refusals name `sender` and the field."
+    "Inverse of `pack`: (the dict, the agent index or None); strict JSON, a reply bound to `reply_to`; refusals name `sender` and the field."
     if RECORD not in content.config_records:
         raise ValueError(f"{sender}: `content` has no ConfigRecord {RECORD!r}: not a pfwcp message "
                          f"(records: {list(content)}).")
     rec = content.config_records[RECORD]
-    if set(rec) - {"json", "agent"} or "json" not in rec:
+    if set(rec) - {"json", "agent", "run", "nonce"} or "json" not in rec:
         raise ValueError(f"{sender}: record {RECORD!r} has fields {sorted(rec)}; a pfwcp message has `json` and, "
-                         "in replies, `agent`.")
+                         "in replies, `agent`, `run` and `nonce`.")
     agent = rec.get("agent")
     if agent is not None and (isinstance(agent, bool) or not isinstance(agent, int)):
         raise ValueError(f"{sender}: field `agent` must be an integer, got {agent!r}.")
+    if reply_to is not None and (rec.get("run"), rec.get("nonce")) != (reply_to["run"], reply_to["nonce"]):
+        raise ValueError(f"{sender}: the reply echoes run {rec.get('run')!r} and nonce {str(rec.get('nonce'))[:40]!r}, "
+                         f"not the request's (run {reply_to['run']}, nonce {reply_to['nonce']}): a replayed or "
+                         "misdirected reply is refused.")
     return strict_json(rec["json"], sender), agent
 
 # %% ../../nbs/10_federation_protocol.ipynb #1240ff86
@@ -129,15 +147,36 @@ def _pair(value, name: str) -> tuple:
     return lo, hi
 
 def check_score_range(score_range, # (low, high): the protocol's range of non-conformity scores
+                      finite: bool = False, # also refuse an infinite high (the server's calibration runs)
                      ) -> tuple: # (low, high) as floats
-    "The agreed score range: low finite, low < high (high may be inf); default (0, inf) for |y - yhat|, (0, 1) for 1 - p."
+    "The agreed score range: low finite, low < high (high may be inf unless `finite`); `score_range_for` gives it from the predictor's range."
     lo, hi = _pair(score_range, "score_range")
-    if not (np.isfinite(lo) and lo < hi and not np.isnan(hi)):
-        raise ValueError(f"`score_range` must have a finite low < high (high may be inf), got {score_range!r}; "
-                         "(0, inf) for absolute residuals, (0, 1) for 1 - p of a classifier.")
+    if not (np.isfinite(lo) and lo < hi and not np.isnan(hi)) or (finite and not np.isfinite(hi)):
+        raise ValueError(f"`score_range` must have a finite low < high{' < inf' if finite else ' (high may be inf)'}, got "
+                         f"{score_range!r}; score_range_for(task, label_range): (0, 1) for 1 - p of a classifier, "
+                         "(0, high - low) for |y - yhat| with labels and predictions in an agreed (low, high).")
     return lo, hi
 
-SCORE_RANGE = (0.0, math.inf)   # default: non-conformity scores |y - yhat| >= 0
+SCORE_RANGE = (0.0, math.inf)   # the unbounded range of |y - yhat| (allowed only when named: a liar's scores then are unbounded)
+
+# %% ../../nbs/10_federation_protocol.ipynb #3317471a
+SCORE_TASKS = ("classification", "regression")
+
+def score_range_for(task: str, # "classification" (score 1 - p) or "regression" (score |y - yhat|)
+                    label_range=None, # regression: the agreed (low, high) of the labels, which predictions are clipped to
+                   ) -> tuple: # the finite agreed score range (0, high)
+    "The finite score range a predictor's range gives: 1 - p lies in [0, 1]; |y - yhat| in [0, high - low] when y and yhat lie in (low, high)."
+    if task not in SCORE_TASKS:
+        raise ValueError(f"`task` must be one of {SCORE_TASKS}, got {task!r}.")
+    if task == "classification":
+        return (0.0, 1.0)
+    if label_range is None:
+        raise ValueError("a regression's score range needs `label_range` (low, high): the agreed range of the labels, to "
+                         "which the predictor's outputs are clipped; then |y - yhat| <= high - low.")
+    lo, hi = _pair(label_range, "label_range")
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"`label_range` must be finite with low < high, got {label_range!r}.")
+    return (0.0, hi - lo)
 
 # %% ../../nbs/10_federation_protocol.ipynb #40c903b6
 def check_summary(d: dict, # the reply's JSON object

@@ -7,11 +7,12 @@ from __future__ import annotations
 import inspect, logging, math, time
 from dataclasses import dataclass, field
 import numpy as np
-from .protocol import (PROTOCOLS, SCORE_RANGE, WEIGHT_RANGE, pack, unpack, request, _who, check_score_range,
+from .protocol import (PROTOCOLS, SCORE_RANGE, WEIGHT_RANGE, pack, unpack, request, _who, check_score_range, score_range_for,
                                           check_summary, check_message, check_oneshot, _msg_json, _pipe, _arrays)
 from flwr.app import Message, MessageType
 from flwr.common.constant import ErrorCode, SUPERLINK_NODE_ID
 from flwr.serverapp import Grid
+from flwr.supercore.task_identity import TaskIdentity   # the run id Flower's runtime set for this ServerApp
 from ..pfwcp import PFWCP, AgentMessage, aggregate, _as_test_weights
 from ..oneshot import OneShotPFWCP
 from ..models import FederatedPredictor
@@ -22,6 +23,10 @@ __all__ = ['INVALID', 'ask_agents', 'collect_summaries', 'make_estimator', 'thre
            'capped_agg_weights', 'calibrate_federation']
 
 # %% ../../nbs/10d_federation_server.ipynb #8438d86a
+def _flower_run() -> int:
+    "The Flower run this ServerApp serves (set by Flower's runtime): every request names it, and its reply echoes it."
+    return TaskIdentity.run_id
+
 def _exchange(grid: Grid, requests: dict, # {node id: request dict}
               timeout: float | None) -> list: # [(node, reply)]
     """Send one request per node; each reply with the node it answers: its (authenticated) sender, or, for an error
@@ -52,7 +57,7 @@ def ask_agents(grid: Grid, requests: dict, # {node id: request dict}
             raise ValueError(f"{_who(k, node)} answered twice.")
         if rep.has_error():
             raise RuntimeError(_failure(k, node, rep))
-        d, claimed = unpack(rep.content, _who(k, node))
+        d, claimed = unpack(rep.content, _who(k, node), reply_to=requests[node])
         if claimed != k:
             raise ValueError(f"{_who(k, node)}: field `agent`={claimed!r}, but the operator's configuration binds "
                              f"node {node} to agent {k}.")
@@ -94,16 +99,17 @@ def collect_summaries(grid: Grid, K: int, # number of agents (SuperNodes) to wai
             raise ValueError(f"`nodes` must list K={K} distinct node ids (agent 0..K-1), got {nodes}.")
         _wait_for(grid, nodes, timeout)
         bind = {n: k for k, n in enumerate(nodes)}
-        rep = ask_agents(grid, {n: request("summary") for n in nodes}, bind)
+        rep = ask_agents(grid, {n: request("summary", run=_flower_run()) for n in nodes}, bind)
     else:                              # simulation only: Flower's engine gives node k its partition-id, trusted once
         have = _wait_for(grid, K, timeout)
-        msgs = [Message(pack(request("summary")), dst_node_id=n, message_type=MessageType.QUERY) for n in have]
+        reqs = {n: request("summary", run=_flower_run()) for n in have}
+        msgs = [Message(pack(r), dst_node_id=n, message_type=MessageType.QUERY) for n, r in reqs.items()]
         claims = {}
         for r in grid.send_and_receive(msgs):
             node = r.metadata.src_node_id
             if r.has_error():
                 raise RuntimeError(f"node {node} refused or failed: {r.error.reason}")
-            d, k = unpack(r.content, f"node {node}")
+            d, k = unpack(r.content, f"node {node}", reqs.get(node))
             claims.setdefault(k, []).append((node, d))
         if sorted(claims) != list(range(K)) or any(len(v) != 1 for v in claims.values()):
             raise ValueError(f"the SuperNodes claim agent indices {sorted((k, [n for n, _ in v]) for k, v in claims.items())}; "
@@ -139,11 +145,11 @@ def _run_requests(model, S: list, summ: dict, tw: np.ndarray, nodes: dict, sr: t
             at = np.flatnonzero(betas == b)
             check = lambda k, d, b=float(b), at=at: check_message(d, _who(k, nodes[k]), b, tw[at, k], sr,
                                                                  summ[k].weight_total)
-            out[(float(b), at.tobytes())] = ({k: request("message", beta=b, test_weights=tw[at, k]) for k in S}, check)
+            out[(float(b), at.tobytes())] = ({k: request("message", _flower_run(), beta=b, test_weights=tw[at, k]) for k in S}, check)
         return out
     level = model.plan([summ[k] for k in S])
     check = lambda k, d: check_oneshot(d, _who(k, nodes[k]), summ[k], level, sr)
-    return {(level, b""): ({k: request("oneshot", beta_breve=level) for k in S}, check)}
+    return {(level, b""): ({k: request("oneshot", _flower_run(), beta_breve=level) for k in S}, check)}
 
 # %% ../../nbs/10d_federation_server.ipynb #8f50c512
 def _combine(model, S: list, got: dict, # {(agent, level, test points): its checked message}
@@ -269,7 +275,7 @@ def ask_each(grid: Grid, requests: dict, # {agent: request dict}
         if rep.has_error():
             leave(k, _failure(k, node, rep)); continue
         try:
-            d, claimed = unpack(rep.content, _who(k, node))
+            d, claimed = unpack(rep.content, _who(k, node), reply_to=requests[k])
             if claimed != k:
                 raise ValueError(f"{_who(k, node)}: field `agent`={claimed!r}, but the operator's configuration binds "
                                  f"node {node} to agent {k}.")
@@ -321,7 +327,13 @@ def _run_over(grid: Grid, nodes: dict, summ: dict, # {agent: AgentSummary} of th
     """One run over the agents that answer: one left out of a message round (offline, refused, invalid) leaves the run,
     and Procedure 1 (osPFWCP: its plan) runs again over the others; messages already received are reused."""
     run = dict(run)
-    sr, cap, S, got = check_score_range(run.pop("score_range", SCORE_RANGE)), run.pop("agg_cap", None), sorted(summ), {}
+    if "score_range" not in run:
+        raise ValueError(f"run {run}: give its `score_range`, the agreed range of the scores (`score_range_for(task, "
+                         "label_range)`: (0, 1) for 1 - p); (0, inf) only by name, which leaves a liar's scores unbounded.")
+    sr, cap, S, got = check_score_range(run.pop("score_range")), run.pop("agg_cap", None), sorted(summ), {}
+    if not np.isfinite(sr[1]):
+        _log.warning(f"{run.get('method', 'pfwcp')}: the agreed score range {sr} is unbounded: one agent's finite "
+                     "quantiles can move the thresholds without bound (agree a finite one: score_range_for)")
     while True:
         _need_agent_0(S, events)
         robust = {} if cap is None else {"agg_weights": capped_agg_weights([summ[k] for k in S], cap)}
@@ -352,7 +364,7 @@ def calibrate_federation(grid: Grid, nodes: list, # node id of agent 0..K-1 (the
     tw = _as_test_weights(test_weights, K)
     online = _online(grid, nodes, timeout, events)
     _need_agent_0(online, events)
-    summ = ask_each(grid, {k: request("summary") for k in online}, node,
+    summ = ask_each(grid, {k: request("summary", run=_flower_run()) for k in online}, node,
                     lambda k, d: check_summary(d, _who(k, node[k]), test_agent=(k == 0), max_n=max_n[k],
                                                  weight_range=weight_range),
                     events, "summaries", timeout)
@@ -387,7 +399,7 @@ def _test_weights(srv: _Server, cal: list, m: int) -> np.ndarray:
     _need_test_agent(srv, got, "test weights")
     return got[0]
 
-def _level_round(srv: _Server, model_for, # agents -> (estimator, level, request of agent k, check of agent k's reply)
+def _level_round(srv: _Server, model_for, # agents -> (estimator, level, request of agent k, check of agent k's reply to that request)
                  S: list, stage: str) -> tuple:
     """Ask the agents `S` for their messages at the level Procedure 1 chose over them; an agent that does not answer
     validly is left out and Procedure 1 runs again over the others (messages at an unchanged level are reused).
@@ -395,8 +407,9 @@ def _level_round(srv: _Server, model_for, # agents -> (estimator, level, request
     msgs = {}                                    # (agent, level) -> its message
     while True:
         model, level, ask, check = model_for(S)
-        new = {k: pack(ask(k)) for k in S if (k, level) not in msgs}
-        msgs.update({(k, level): m for k, m in srv.parse(srv.exchange(new, MessageType.QUERY, stage), stage, check).items()})
+        reqs = {k: ask(k) for k in S if (k, level) not in msgs}
+        got = srv.exchange({k: pack(r) for k, r in reqs.items()}, MessageType.QUERY, stage)
+        msgs.update({(k, level): m for k, m in srv.parse(got, stage, lambda k, c: check(k, c, reqs[k])).items()})
         lost = [k for k in S if (k, level) not in msgs]
         if not lost:
             return model, level, S, [msgs[(k, level)] for k in S]
@@ -406,19 +419,20 @@ def _level_round(srv: _Server, model_for, # agents -> (estimator, level, request
                   f"agents {S} (their n_eff and aggregation weights)")
 
 # %% ../../nbs/10d_federation_server.ipynb #07c2b0f1
-def _estimator_for(method: str, alpha: float, delta, est_kw: dict, summ: dict, tw: np.ndarray, col: dict, who):
+def _estimator_for(method: str, alpha: float, delta, est_kw: dict, summ: dict, tw: np.ndarray, col: dict, who,
+                   sr: tuple = SCORE_RANGE): # the agreed score range
     "`_level_round`'s model_for: PFWCP (Procedure 1 on the summaries, a message round) or osPFWCP (its one-shot level)."
     def model_for(S):
         if method == "pfwcp":
             model = PFWCP(alpha, delta, **est_kw).calibrate([summ[k] for k in S])
             level = float(model.beta_)
-            return (model, level, lambda k: request("message", beta=level, test_weights=tw[:, col[k]]),
-                    lambda k, c: check_message(unpack(c, who(k))[0], who(k), level, tw[:, col[k]],
+            return (model, level, lambda k: request("message", _flower_run(), beta=level, test_weights=tw[:, col[k]]),
+                    lambda k, c, req: check_message(unpack(c, who(k), req)[0], who(k), level, tw[:, col[k]], sr,
                                                weight_total=summ[k].weight_total))
         model = OneShotPFWCP(alpha, delta, **est_kw)
         level = float(model.plan([summ[k] for k in S]))
-        return (model, level, lambda k: request("oneshot", beta_breve=level),
-                lambda k, c: check_oneshot(unpack(c, who(k))[0], who(k), summ[k], level))
+        return (model, level, lambda k: request("oneshot", _flower_run(), beta_breve=level),
+                lambda k, c, req: check_oneshot(unpack(c, who(k), req)[0], who(k), summ[k], level, sr))
     return model_for
 
 def _prediction(n: int): # the test agent's test points
@@ -447,11 +461,13 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
     _need_test_agent(srv, cal, "models")
     tw, col = _test_weights(srv, cal, m), {k: i for i, k in enumerate(cal)}
     who = lambda k: f"agent {k} (node {srv.node[k]})"
-    summ = srv.parse(srv.exchange({k: pack(request("summary")) for k in cal}, MessageType.QUERY, "summaries"), "summaries",
-                     lambda k, c: check_summary(unpack(c, who(k))[0], who(k), test_agent=(k == 0), max_n=caps[k]))
+    asks = {k: request("summary", run=_flower_run()) for k in cal}
+    summ = srv.parse(srv.exchange({k: pack(r) for k, r in asks.items()}, MessageType.QUERY, "summaries"), "summaries",
+                     lambda k, c: check_summary(unpack(c, who(k), asks[k])[0], who(k), test_agent=(k == 0), max_n=caps[k]))
     S, stage = [k for k in cal if k in summ], "messages" if method == "pfwcp" else "one-shot messages"
+    sr = score_range_for("classification") if res.predictor.task == "classification" else SCORE_RANGE   # 1 - p in [0, 1]
     _need_test_agent(srv, S, "summaries")
-    model, level, S, msgs = _level_round(srv, _estimator_for(method, alpha, delta, est_kw, summ, tw, col, who), S, stage)
+    model, level, S, msgs = _level_round(srv, _estimator_for(method, alpha, delta, est_kw, summ, tw, col, who, sr), S, stage)
     if method == "pfwcp":
         q = model.combine(msgs)
     else:
