@@ -4,7 +4,7 @@
 
 # %% ../../nbs/10g_federation_deploy.ipynb #62b311a7
 from __future__ import annotations
-import json, os
+import json, os, time
 from pathlib import Path
 import numpy as np
 from .protocol import PROTOCOLS, check_score_range, check_weight_range
@@ -22,9 +22,9 @@ from .training import PipelineConfig, pipeline_server
 __all__ = ['RUN_CONFIG', 'NODE_CONFIG', 'client_app', 'server_app', 'PIPELINE_RUN_CONFIG', 'PIPELINE_NODE_CONFIG',
            'pipeline_client', 'pipeline_server_app', 'agent_nodes', 'agent_max_n', 'range_value', 'score_range_value',
            'config_values', 'run_config_values', 'app_pyproject', 'write_app_project', 'node_config_values',
-           'load_node_agent', 'node_policy', 'load_node_policy', 'save_runs', 'deployed_main', 'pipeline_run_config',
-           'save_result', 'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data',
-           'deployed_pipeline', 'pipeline_app_pyproject', 'write_pipeline_app_project']
+           'load_node_agent', 'node_policy', 'load_node_policy', 'save_runs', 'PollingGrid', 'deployed_main',
+           'pipeline_run_config', 'save_result', 'write_node_data', 'load_pipeline_policy', 'load_node_agreement',
+           'load_node_data', 'deployed_pipeline', 'pipeline_app_pyproject', 'write_pipeline_app_project']
 
 # %% ../../nbs/10g_federation_deploy.ipynb #ee2f9ce8
 RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
@@ -191,12 +191,41 @@ def save_runs(path, # the run_config's `out`
         np.savez(f, events=np.asarray(json.dumps(events)), **out)
     os.replace(tmp, path)
 
+# %% ../../nbs/10g_federation_deploy.ipynb #b7c10002
+class PollingGrid(Grid):
+    "A Grid whose `send_and_receive` pulls the replies every `poll` seconds; every other call goes to the wrapped `grid`."
+    def __init__(self, grid: Grid, # the ServerApp's Grid (Flower's)
+                 poll: float = 0.1, # seconds between two pulls of the replies
+                ):
+        if not 0 < poll <= 3:
+            raise ValueError(f"`poll` must be in (0, 3] seconds (Flower's own Grid waits 3), got {poll!r}.")
+        self.grid, self.poll = grid, float(poll)
+    def set_run(self, run): self.grid.set_run(run)
+    @property
+    def run(self): return self.grid.run
+    def create_message(self, *args, **kw): return self.grid.create_message(*args, **kw)
+    def get_node_ids(self): return self.grid.get_node_ids()
+    def push_messages(self, messages): return self.grid.push_messages(messages)
+    def pull_messages(self, message_ids): return self.grid.pull_messages(message_ids)
+
+    def send_and_receive(self, messages, *, timeout: float | None = None) -> list:
+        "Push `messages`, then pull their replies until all came or `timeout` seconds passed (None: until all came)."
+        ids, out = set(self.push_messages(messages)), []
+        end = time.monotonic() + (timeout or 0.0)
+        while timeout is None or time.monotonic() < end:
+            got = list(self.pull_messages(ids))
+            out += got
+            ids -= {m.metadata.reply_to_message_id for m in got}
+            if not ids: break
+            time.sleep(self.poll)
+        return out
+
 # %% ../../nbs/10g_federation_deploy.ipynb #6f68cec2
 @server_app.main()
 def deployed_main(grid: Grid, context: Context) -> None:
     """All four runs (PFWCP, osPFWCP; MC, CCC) on the agents of the deployed federation that answer
     (`calibrate_federation`); after each run its thresholds, its agents and the log to run_config['out'] (.npz)."""
-    c = run_config_values(context.run_config)
+    grid, c = PollingGrid(grid), run_config_values(context.run_config)
     nodes = agent_nodes(c["agent-nodes"])
     tw = np.load(str(c["test-weights"]))
     if tw.ndim != 2 or tw.shape[1] != len(nodes):
@@ -326,7 +355,7 @@ def deployed_pipeline(grid: Grid, context: Context) -> None:
                          min_agents=int(c["min-agents"]) or None, round_timeout=float(c["round-timeout"]),
                          node_timeout=float(c["node-timeout"]), max_n=caps("agent-max-n"),
                          max_train=caps("agent-max-train"), max_param=float(c["max-param"]))
-    save_result(pipeline_server(grid, cfg), c["out"])
+    save_result(pipeline_server(PollingGrid(grid), cfg), c["out"])
 
 # %% ../../nbs/10g_federation_deploy.ipynb #e5a2a77c
 def pipeline_app_pyproject(run_config: dict, # run_config keys (dataset, agent-nodes, out required), see PIPELINE_RUN_CONFIG
