@@ -28,7 +28,7 @@
 # (federation.simulation.federation_data), the app is pfwcp_nb.federation.deploy's pipeline app (federated training of the predictor and
 # the pairwise ratio classifiers, then PFWCP's calibration and agent 0's prediction); prints the coverage, the
 # thresholds, the server's events and its seconds by stage, and checks them against the in-process pipeline on the
-# same data and seeds (thresholds within 1e-6, coverage equal).
+# same data and seeds (thresholds within 1e-6 and coverage equal, or within --tolerance).
 #
 #   scripts/flower_deploy.sh [--agents K] [--test-points M] [--rogue] [--foreign] [--keep DIR]
 #                            [--isolation process|subprocess] [--pipeline [--train-kw JSON] [--train-points N] [--cal-points N]]
@@ -38,6 +38,9 @@
 #     --train-kw JSON  with --pipeline: the training schedule, as simulate_pipeline's train_kw
 #                      (default '{"predictor": {"epochs": 4}, "ratios": {"epochs": 3}}': a few rounds)
 #     --train-points N, --cal-points N   with --pipeline: training and calibration points per agent (default 20, 30)
+#     --tolerance X    with --pipeline: the largest |threshold difference| to the in-process pipeline accepted (default
+#                      1e-6, and then equal coverage; long schedules drift by float rounding amplified by Adam: give
+#                      the drift measured for the simulation, results/flower_pipeline/gaussian_E10.json)
 #     --rogue          the rogue checks above
 #     --foreign        the foreign-app check above
 #     --keep DIR       keep certificates, keys, data and logs in DIR (must not exist)
@@ -46,10 +49,10 @@
 # Needs the extra: pip install "pfwcp_nb[flower]", or pip install -e ".[flower]" from a clone. Exit 0 on success, 1 on failure, 2 on bad arguments.
 set -euo pipefail
 
-USAGE="usage: $0 [--agents K>=2] [--test-points M>=1] [--rogue] [--foreign] [--keep DIR] [--isolation process|subprocess] [--pipeline [--train-kw JSON] [--train-points N>=2] [--cal-points N>=1]]"
+USAGE="usage: $0 [--agents K>=2] [--test-points M>=1] [--rogue] [--foreign] [--keep DIR] [--isolation process|subprocess] [--pipeline [--train-kw JSON] [--train-points N>=2] [--cal-points N>=1] [--tolerance X>=0]]"
 usage() { echo "$USAGE" >&2; exit 2; }
 K=5; M=10; ROGUE=0; FOREIGN=0; KEEP=""; PIPELINE=0; TRAIN_KW='{"predictor": {"epochs": 4}, "ratios": {"epochs": 3}}'
-NTRAIN=20; NCAL=30; ISOLATION=process
+NTRAIN=20; NCAL=30; ISOLATION=process; TOL=1e-6
 while [ $# -gt 0 ]; do
   case "$1" in
     --agents) [ $# -ge 2 ] || usage; K="$2"; shift 2 ;;
@@ -61,6 +64,7 @@ while [ $# -gt 0 ]; do
     --train-kw) [ $# -ge 2 ] || usage; TRAIN_KW="$2"; shift 2 ;;
     --train-points) [ $# -ge 2 ] || usage; NTRAIN="$2"; shift 2 ;;
     --cal-points) [ $# -ge 2 ] || usage; NCAL="$2"; shift 2 ;;
+    --tolerance) [ $# -ge 2 ] || usage; TOL="$2"; shift 2 ;;
     --isolation) [ $# -ge 2 ] || usage; ISOLATION="$2"; shift 2 ;;
     -h|--help) echo "$USAGE"; exit 0 ;;
     *) usage ;;
@@ -71,6 +75,8 @@ done
 [[ "$NTRAIN" =~ ^[0-9]+$ ]] && [ "$NTRAIN" -ge 2 ] || { echo "--train-points must be an integer >= 2, got '$NTRAIN'" >&2; usage; }
 [ "$ISOLATION" = process ] || [ "$ISOLATION" = subprocess ] || { echo "--isolation must be process or subprocess, got '$ISOLATION'" >&2; usage; }
 [[ "$NCAL" =~ ^[0-9]+$ ]] && [ "$NCAL" -ge 1 ] || { echo "--cal-points must be an integer >= 1, got '$NCAL'" >&2; usage; }
+python -c 'import math, sys; assert math.isfinite(float(sys.argv[1])) and float(sys.argv[1]) >= 0' "$TOL" 2>/dev/null \
+  || { echo "--tolerance must be a number >= 0, got '$TOL'" >&2; usage; }
 python -c 'import json, sys; d = json.loads(sys.argv[1]); assert isinstance(d, dict)' "$TRAIN_KW" 2>/dev/null \
   || { echo "--train-kw must be a JSON object, e.g. '{\"predictor\": {\"epochs\": 4}}', got '$TRAIN_KW'" >&2; usage; }
 if [ -n "$KEEP" ]; then
@@ -370,11 +376,11 @@ fi
 
 # --- 8. thresholds, and the exact comparison with the in-process estimators (--pipeline: within 1e-6)
 if [ "$PIPELINE" = 1 ]; then
-  python - "$T" <<'PY'
+  python - "$T" "$TOL" <<'PY'
 import json, sys
 from pathlib import Path
 import numpy as np
-T = Path(sys.argv[1])
+T, tol = Path(sys.argv[1]), float(sys.argv[2])
 got, ref = np.load(T / "data/pipeline.npz"), np.load(T / "data/in_process.npz")
 s = json.loads(str(got["summary"]))
 np.set_printoptions(precision=4, linewidth=120)
@@ -386,11 +392,11 @@ dq = float(np.max(np.abs(got["thresholds"] - ref["thresholds"])))
 same_cov = s["coverage"] == float(ref["coverage"])
 print(f"coverage {s['coverage']:.4f} (in process {float(ref['coverage']):.4f}, equal: {same_cov}); "
       f"mean interval length {s['mean_size']:.4f}")
-print(f"thresholds {got['thresholds'][:8]}  (== in process within 1e-6: {dq <= 1e-6}; max |diff| {dq:.2g})")
+print(f"thresholds {got['thresholds'][:8]}  (== in process within {sys.argv[2]}: {dq <= tol}; max |diff| {dq:.2g})")
 used = [json.loads((T / f"data/agent_{k}.npz.queries.json").read_text()) for k in range(len(s["trained"]))]
 print("query policies (answered): " + "; ".join(f"agent {k} {u['test_weights']} test weights at beta {u['level']}"
                                                 for k, u in enumerate(used)))
-sys.exit(0 if dq <= 1e-6 and same_cov else 1)
+sys.exit(0 if dq <= tol and (same_cov or tol > 1e-6) else 1)
 PY
   exit $?
 fi

@@ -121,7 +121,11 @@ def test_the_agent_process_imports_neither_ray_nor_the_simulation_engine():
     assert not {m for m in mods if m == "ray" or m.startswith(("ray.", "flwr.simulation"))}
 
 
-def test_the_deploy_script_refuses_an_unknown_isolation():
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "flower_deploy.sh"), "--isolation", "thread"],
-                       capture_output=True, text=True)
-    assert r.returncode == 2 and "--isolation must be process or subprocess" in r.stderr and "usage:" in r.stderr
+@pytest.mark.parametrize("args, why", [
+    (["--isolation", "thread"], "--isolation must be process or subprocess"),
+    (["--pipeline", "--tolerance", "-1"], "--tolerance must be a number >= 0"),
+    (["--pipeline", "--tolerance", "nan"], "--tolerance must be a number >= 0"),
+])
+def test_the_deploy_script_refuses_bad_isolation_and_tolerance(args, why):
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "flower_deploy.sh"), *args], capture_output=True, text=True)
+    assert r.returncode == 2 and why in r.stderr and "usage:" in r.stderr

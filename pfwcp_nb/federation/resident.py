@@ -111,7 +111,7 @@ def serve_agent(app: ClientApp, # this agent's ClientApp (`resident_app`)
                 secret: bytes, # the SuperExec secret shared with the SuperNode (--superexec-auth-secret-file)
                 certificates: bytes | None = None, # CA PEM of the Runtime API's certificate; None: plain HTTP
                 serve: set | None = None, # apps (`publisher/name`) whose runs it answers; None: any
-                poll: float = 0.02, # seconds between AcquireTask calls while idle
+                poll: float = 0.25, # seconds between AcquireTask calls while idle (a SuperNode pulls messages every 3 s)
                 log: str | None = None, # JSON lines file, one line per task
                 max_tasks: int | None = None, # stop after this many tasks (tests); None: run until stopped
                ) -> int: # the number of tasks answered
@@ -149,7 +149,7 @@ def main(argv: list | None = None, # the command's arguments (default: sys.argv[
     ap.add_argument("--root-certificates", default="", help="CA of the Runtime API's certificate (flower-supernode --ssl-*); none: plain HTTP")
     ap.add_argument("--serve", default="", help="the app (publisher/name) whose runs it answers; default: this package's app of --app")
     ap.add_argument("--log", default="", help="JSON lines, one per message: type, status, CPU and wall seconds")
-    ap.add_argument("--poll", type=float, default=0.02, help="seconds between task requests while idle")
+    ap.add_argument("--poll", type=float, default=0.25, help="seconds between task requests while idle")
     a = ap.parse_args(argv)
     for flag, path in (("--secret-file", a.secret_file), ("--root-certificates", a.root_certificates)):
         if (path or flag == "--secret-file") and not Path(path).is_file():
