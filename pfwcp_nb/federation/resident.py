@@ -94,6 +94,8 @@ def cached(load, # context -> the agent's data (`load_node_data`, `load_node_age
         return memo[sig]
     return get
 
+
+# %% ../../nbs/10i_federation_resident.ipynb #a1e00031
 AGENT_APPS = {"pipeline": "pfwcp-nb/pfwcp-pipeline", "calibration": "pfwcp-nb/pfwcp-deploy"}   # Flower's publisher/name of each
 
 def resident_app(kind: str, # 'pipeline' (training, calibration, prediction) or 'calibration' (the calibration app)

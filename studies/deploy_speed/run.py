@@ -3,14 +3,15 @@
 cost by stage, an agent's CPU per message, the import an agent pays, against today's process per message.
 
 usage: python studies/deploy_speed/run.py imports [--repeat 3] [--out studies/deploy_speed/imports.json]
-       python studies/deploy_speed/run.py schedule [--K 11] [--rounds R] [--isolation process|subprocess]
-                                                   [--out studies/deploy_speed/schedule_K11_R.json]
+       python studies/deploy_speed/run.py schedule [--K 11] [--rounds R] [--schedule E10|paper]
+                                                   [--isolation process|subprocess] [--out studies/deploy_speed/schedule_K11_E10_R.json]
        python studies/deploy_speed/run.py table [--out studies/deploy_speed/README_table.md]
 `schedule` runs scripts/flower_deploy.sh --pipeline with R rounds of gaussian_E10.json's schedule (per round ten local
-predictor epochs and one FedAdam step of the ratio classifiers; R = 600 is the whole schedule), the sizes of
+predictor epochs and one FedAdam step of the ratio classifiers; R = 600 is the whole schedule; --schedule paper: the
+paper's, gaussian.json's, one local epoch per round, 5000 rounds), the sizes of
 results/flower_pipeline/deploy_K11.json (50 training, 100 calibration points per agent, 500 test points), the
-thresholds checked against the in-process pipeline within the drift measured for the simulation (gaussian_E10.json).
-Fewer rounds: the per-round cost is extrapolated to 600 (stated as such in the table)."""
+thresholds checked against the in-process pipeline within the drift measured for the simulation (gaussian_E10.json,
+gaussian.json). Fewer rounds: the per-round cost is extrapolated to the whole schedule (stated as such in the table)."""
 import argparse, json, os, re, resource, subprocess, sys, tempfile, time
 from pathlib import Path
 
@@ -21,12 +22,17 @@ HERE = Path(__file__).resolve().parent
 E10 = ROOT / "results/flower_pipeline/gaussian_E10.json"
 TODAY = ROOT / "results/flower_pipeline/deploy_K11.json"
 SIZES = dict(n_train=50, n_cal=100, n_test=500)
-FULL_ROUNDS = 600
+PAPER = ROOT / "results/flower_pipeline/gaussian.json"
+FULL_ROUNDS = {"E10": 600, "paper": 5000}     # gaussian_E10.json's schedule; the paper's (gaussian.json)
 
 
-def schedule_kw(rounds: int) -> dict:
-    "train_kw of the first `rounds` rounds of gaussian_E10's schedule (600: the whole schedule)."
-    return {"predictor": {"epochs": 10 * min(rounds, 500), "local_epochs": 10}, "ratios": {"epochs": rounds}}
+def schedule_kw(rounds: int, schedule: str = "E10") -> dict:
+    """train_kw of the first `rounds` rounds of a schedule: E10 (gaussian_E10.json: ten local predictor epochs and one
+    FedAdam step of the ratio classifiers per round, 600 rounds) or paper (gaussian.json: one local epoch per round,
+    5000 rounds, the ratio classifiers' step in the first 600)."""
+    if schedule == "E10":
+        return {"predictor": {"epochs": 10 * min(rounds, 500), "local_epochs": 10}, "ratios": {"epochs": rounds}}
+    return {"predictor": {"epochs": rounds, "local_epochs": 1}, "ratios": {"epochs": min(rounds, 600)}}
 
 
 def child_import(module: str) -> dict:
@@ -69,8 +75,8 @@ def agent_messages(keep: Path) -> dict:
 
 
 def schedule(a) -> dict:
-    tk = schedule_kw(a.rounds)
-    tol = json.loads(E10.read_text())["thresholds_max_abs_diff"] if a.rounds > 5 else 1e-6
+    tk, full = schedule_kw(a.rounds, a.schedule), FULL_ROUNDS[a.schedule]
+    tol = json.loads((E10 if a.schedule == "E10" else PAPER).read_text())["thresholds_max_abs_diff"] if a.rounds > 5 else 1e-6
     keep = Path(tempfile.mkdtemp()) / "deploy"
     cmd = ["bash", "scripts/flower_deploy.sh", "--pipeline", "--agents", str(a.K), "--test-points", str(SIZES["n_test"]),
            "--train-points", str(SIZES["n_train"]), "--cal-points", str(SIZES["n_cal"]), "--train-kw", json.dumps(tk),
@@ -89,11 +95,12 @@ def schedule(a) -> dict:
     s = summ["seconds"]
     out = dict(command="python studies/deploy_speed/run.py schedule " + " ".join(sys.argv[2:]),
                deploy_command=" ".join(cmd[:-2]), K=a.K, rounds=summ["rounds"], isolation=a.isolation, train_kw=tk,
+               schedule=a.schedule, full_rounds=full,
                **SIZES, load_before=load0, load_after=os.getloadavg(), nproc=os.cpu_count(),
                seconds=dict(wall=wall, cpu_all_processes=cpu_all, flwr_run=run_s, in_process_reference=t_ref, start_up=wall - run_s - t_ref,
                             server=s, per_round=s["training"] / summ["rounds"]),
-               extrapolated_600=dict(training=FULL_ROUNDS * s["training"] / summ["rounds"],
-                                     end_to_end=(wall - t_ref) - s["training"] + FULL_ROUNDS * s["training"] / summ["rounds"]),
+               extrapolated_full=dict(training=full * s["training"] / summ["rounds"],
+                                      end_to_end=(wall - t_ref) - s["training"] + full * s["training"] / summ["rounds"]),
                agents=agent_messages(keep) if a.isolation == "process" else None,
                thresholds_max_abs_diff=float(np.max(np.abs(q_dep - q_in))), tolerance=tol,
                coverage=dict(deployment=summ["coverage"], in_process=cov_in), events=summ["events"],
@@ -104,12 +111,12 @@ def schedule(a) -> dict:
 def table(a) -> str:
     "The README's table: today's process per message (deploy_K11.json) next to resident agents (schedule_K11_*.json)."
     today = json.loads(TODAY.read_text())
-    runs = sorted((json.loads(f.read_text()) for f in HERE.glob("schedule_K11_*.json")), key=lambda r: r["rounds"])
+    runs = sorted((json.loads(f.read_text()) for f in HERE.glob("schedule_K*.json")), key=lambda r: (-r["K"], r["rounds"]))
     imp = json.loads((HERE / "imports.json").read_text())["imports"]
     f = lambda x: f"{x:.1f}"
     d = today["deployment_seconds"]
-    head = ["| stage (K = 11, gaussian, 50/100/500 points) | today: a process per message, 5 rounds (s) | "
-            + " | ".join(f"resident agents, {r['rounds']} rounds (s)" for r in runs) + " |",
+    head = ["| stage (gaussian, 50/100/500 points per agent) | today: K = 11, a process per message, 5 rounds (s) | "
+            + " | ".join(f"resident agents: K = {r['K']}, {r['rounds']} rounds of {r['schedule']} (s)" for r in runs) + " |",
             "|---|---|" + "---|" * len(runs)]
     S = lambda key: [f(r["seconds"]["server"][key]) for r in runs]
     rows = [("start-up (certificates, keys, data, SuperLink, proxy, key registration, SuperNodes)", f(d["start_up"]),
@@ -122,9 +129,18 @@ def table(a) -> str:
             ("calibration and prediction", f(d["server"]["calibration"]), S("calibration")),
             ("total wall (without the script's in-process reference)", f(d["wall"] - d["in_process_reference"]),
              [f(r["seconds"]["wall"] - r["seconds"]["in_process_reference"]) for r in runs]),
-            ("600-round schedule end to end (resident: measured if 600 rounds, else extrapolated from the per-round cost)",
-             f(d["wall"] - d["in_process_reference"] - d["server"]["training"] + 600 * d["server"]["training"] / today["rounds"]) + " (extrapolated)",
-             [f(r["extrapolated_600"]["end_to_end"]) + ("" if r["rounds"] == 600 else " (extrapolated)") for r in runs]),
+            ("the whole schedule end to end: 600 rounds (E10), 5000 (paper); measured if run whole, else extrapolated from "
+             "the per-round cost",
+             f(d["wall"] - d["in_process_reference"] - d["server"]["training"] + 600 * d["server"]["training"] / today["rounds"]) + " (600, extrapolated)",
+             [f(r["extrapolated_full"]["end_to_end"]) + f" ({r['full_rounds']}" + ("" if r["rounds"] == r["full_rounds"] else ", extrapolated") + ")"
+              for r in runs]),
+            ("calibration, per exchange (test weights, summaries, PFWCP messages, prediction: 4 exchanges)",
+             f(d["server"]["calibration"] / 4), [f(r["seconds"]["server"]["calibration"] / 4) for r in runs]),
+            ("CPU seconds of every process of the deployment, per round of wall (cores busy)", "not measured",
+             [f"{r['seconds']['cpu_all_processes'] / r['seconds']['wall']:.2f}" if "cpu_all_processes" in r["seconds"]
+              else "not measured" for r in runs]),
+            ("load average (1 min) before / after, 2 cores shared with other jobs", "heavily loaded (not recorded)",
+             [f"{r['load_before'][0]:.1f} / {r['load_after'][0]:.1f}" for r in runs]),
             ("an agent's CPU per message: median / largest (s)", f"{min(today['import_seconds']):.1f}-{max(today['import_seconds']):.1f} wall for the import alone",
              [f"{r['agents']['all_cpu']['median']:.3f} / {r['agents']['all_cpu']['max']:.2f}" for r in runs]),
             ("thresholds vs in process: max abs diff", f"{today['deployment_thresholds_max_abs_diff']:.2g}",
@@ -147,15 +163,16 @@ def main(argv=None):
     i = sub.add_parser("imports"); i.add_argument("--repeat", type=int, default=3); i.add_argument("--out", default=str(HERE / "imports.json"))
     s = sub.add_parser("schedule")
     s.add_argument("--K", type=int, default=11); s.add_argument("--rounds", type=int, default=20)
+    s.add_argument("--schedule", choices=sorted(FULL_ROUNDS), default="E10")
     s.add_argument("--isolation", choices=["process", "subprocess"], default="process"); s.add_argument("--out", default="")
     t = sub.add_parser("table"); t.add_argument("--out", default=str(HERE / "table.md"))
     a = ap.parse_args(argv)
-    if a.what == "schedule" and not (a.K >= 2 and 1 <= a.rounds <= FULL_ROUNDS):
-        ap.error(f"--K must be >= 2 and --rounds in 1..{FULL_ROUNDS}, got {a.K}, {a.rounds}")
+    if a.what == "schedule" and not (a.K >= 2 and 1 <= a.rounds <= FULL_ROUNDS[a.schedule]):
+        ap.error(f"--K must be >= 2 and --rounds in 1..{FULL_ROUNDS[a.schedule]} for --schedule {a.schedule}, got {a.K}, {a.rounds}")
     if a.what == "table":
         text = table(a); Path(a.out).write_text(text); print(text, end=""); return 0
     res = imports(a) if a.what == "imports" else schedule(a)
-    out = Path(a.out or HERE / f"schedule_K{a.K}_{a.rounds}{'' if a.isolation == 'process' else '_subprocess'}.json")
+    out = Path(a.out or HERE / f"schedule_K{a.K}_{a.schedule}_{a.rounds}{'' if a.isolation == 'process' else '_subprocess'}.json")
     out.write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps({k: v for k, v in res.items() if k != "deploy_stdout"}, indent=1)[:3000])
     return 0
