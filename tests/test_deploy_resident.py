@@ -129,3 +129,60 @@ def test_the_agent_process_imports_neither_ray_nor_the_simulation_engine():
 def test_the_deploy_script_refuses_bad_isolation_and_tolerance(args, why):
     r = subprocess.run(["bash", str(ROOT / "scripts" / "flower_deploy.sh"), *args], capture_output=True, text=True)
     assert r.returncode == 2 and why in r.stderr and "usage:" in r.stderr
+
+
+# --- packed messages (notebook 10g_federation_deploy: pack_content, unpack_content, packing_mod)
+import json as _json
+import numpy as _np
+from flwr.app import Array, ArrayRecord
+from pfwcp_nb.federation.deploy import PACKED, pack_content, unpack_content, packing_mod, PollingGrid
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_packing_round_trips_any_records(seed, task_identity):
+    rng = _np.random.default_rng(seed)
+    rd = RecordDict({"cfg": ConfigRecord({"json": "{}"})})
+    for r in range(rng.integers(1, 5)):
+        rd[f"rec-{r}"] = ArrayRecord({f"a{i}": Array(_np.asarray(rng.normal(size=tuple(rng.integers(0, 4, size=rng.integers(0, 3)))),
+                                                                  dtype=rng.choice(["float32", "float64", "int64"])))
+                                      for i in range(rng.integers(1, 4))})
+    back = unpack_content(pack_content(rd), "the server")
+    assert list(back.array_records) == list(rd.array_records) and list(back.config_records) == ["cfg"]
+    for name, rec in rd.array_records.items():
+        for k, a in rec.items():
+            b = back.array_records[name][k]
+            assert (b.dtype, tuple(b.shape), b.data) == (a.dtype, tuple(a.shape), a.data)
+
+
+@pytest.mark.parametrize("index", [
+    [["r", "a", "float32", [2], "numpy.ndarray", 999]],          # more bytes than packed
+    [["r", "a", "float32", [-1], "numpy.ndarray", 8]],           # a negative dimension
+    [["r", "a", "float32", [2], "numpy.ndarray"]],               # a field missing
+    {"r": 1},                                                    # not a list
+])
+def test_an_index_that_does_not_add_up_is_refused_naming_the_sender(index):
+    rd = pack_content(RecordDict({"r": ArrayRecord({"a": Array(_np.zeros(2, _np.float32))})}))
+    rd[PACKED + "-index"] = ConfigRecord({"json": _json.dumps(index)})
+    with pytest.raises(ValueError, match="node 9: an invalid packed message"):
+        unpack_content(rd, "node 9")
+
+
+def test_a_packed_record_with_more_than_the_blob_is_refused():
+    rd = pack_content(RecordDict({"r": ArrayRecord({"a": Array(_np.zeros(2, _np.float32))})}))
+    rd.array_records[PACKED]["extra"] = Array(_np.zeros(1, _np.uint8))
+    with pytest.raises(ValueError, match="one 1-d uint8 array 'blob'"):
+        unpack_content(rd, "node 9")
+
+
+def test_the_mod_answers_in_kind(task_identity):
+    rd = RecordDict({"r": ArrayRecord({"a": Array(_np.arange(3.0))})})
+    echo = lambda m, ctx: Message(RecordDict({**m.content.array_records}), reply_to=m)
+    packed = packing_mod(Message(pack_content(rd), dst_node_id=5, message_type="train"), None, echo)
+    assert list(packed.content.array_records) == [PACKED]
+    plain = packing_mod(Message(rd, dst_node_id=5, message_type="train"), None, echo)
+    assert list(plain.content.array_records) == ["r"]
+
+
+def test_polling_grid_refuses_a_bad_poll():
+    with pytest.raises(ValueError, match=r"`poll` must be in \(0, 3\]"):
+        PollingGrid(None, 5.0)

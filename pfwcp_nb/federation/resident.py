@@ -22,7 +22,7 @@ from flwr.supercore.runtime import RuntimeHttpClient
 from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
 from .agent import agent_client_app, pipeline_client_app
 from .deploy import (load_node_agent, load_node_policy, load_node_data, load_pipeline_policy,
-                                        load_node_agreement)
+                                        load_node_agreement, packing_mod)
 
 # %% auto #0
 __all__ = ['AGENT_APPS', 'runtime_client', 'run_task', 'cached', 'resident_app', 'serve_agent', 'main']
@@ -100,11 +100,11 @@ AGENT_APPS = {"pipeline": "pfwcp-nb/pfwcp-pipeline", "calibration": "pfwcp-nb/pf
 
 def resident_app(kind: str, # 'pipeline' (training, calibration, prediction) or 'calibration' (the calibration app)
                 ) -> ClientApp:
-    "This package's own ClientApp of `kind`, with the agent's data read once (`cached`)."
+    "This package's own ClientApp of `kind`, with the agent's data read once (`cached`) and packed arrays (`packing_mod`)."
     if kind == "pipeline":
-        return pipeline_client_app(cached(load_node_data), load_pipeline_policy, load_node_agreement)
+        return pipeline_client_app(cached(load_node_data), load_pipeline_policy, load_node_agreement, mods=[packing_mod])
     if kind == "calibration":
-        return agent_client_app(cached(load_node_agent), load_node_policy)
+        return agent_client_app(cached(load_node_agent), load_node_policy, mods=[packing_mod])
     raise ValueError(f"`kind` must be one of {sorted(AGENT_APPS)}, got {kind!r}.")
 
 # %% ../../nbs/10i_federation_resident.ipynb #a1e00016

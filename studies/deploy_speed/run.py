@@ -95,7 +95,7 @@ def schedule(a) -> dict:
     s = summ["seconds"]
     out = dict(command="python studies/deploy_speed/run.py schedule " + " ".join(sys.argv[2:]),
                deploy_command=" ".join(cmd[:-2]), K=a.K, rounds=summ["rounds"], isolation=a.isolation, train_kw=tk,
-               schedule=a.schedule, full_rounds=full,
+               schedule=a.schedule, full_rounds=full, transport="packed",
                **SIZES, load_before=load0, load_after=os.getloadavg(), nproc=os.cpu_count(),
                seconds=dict(wall=wall, cpu_all_processes=cpu_all, flwr_run=run_s, in_process_reference=t_ref, start_up=wall - run_s - t_ref,
                             server=s, per_round=s["training"] / summ["rounds"]),
@@ -111,12 +111,15 @@ def schedule(a) -> dict:
 def table(a) -> str:
     "The README's table: today's process per message (deploy_K11.json) next to resident agents (schedule_K11_*.json)."
     today = json.loads(TODAY.read_text())
-    runs = sorted((json.loads(f.read_text()) for f in HERE.glob("schedule_K*.json")), key=lambda r: (-r["K"], r["rounds"]))
+    runs = sorted((json.loads(f.read_text()) for f in HERE.glob("schedule_K*.json")),
+                  key=lambda r: (-r["K"], r["transport"] == "packed", r["rounds"]))
     imp = json.loads((HERE / "imports.json").read_text())["imports"]
     f = lambda x: f"{x:.1f}"
+    hours = lambda x: f"{x:.0f} = {x / 3600:.1f} h"
     d = today["deployment_seconds"]
     head = ["| stage (gaussian, 50/100/500 points per agent) | today: K = 11, a process per message, 5 rounds (s) | "
-            + " | ".join(f"resident agents: K = {r['K']}, {r['rounds']} rounds of {r['schedule']} (s)" for r in runs) + " |",
+            + " | ".join(f"resident agents: K = {r['K']}, {r['rounds']} rounds of {r['schedule']}, arrays "
+                         f"{'packed' if r['transport'] == 'packed' else 'one object each'} (s)" for r in runs) + " |",
             "|---|---|" + "---|" * len(runs)]
     S = lambda key: [f(r["seconds"]["server"][key]) for r in runs]
     rows = [("start-up (certificates, keys, data, SuperLink, proxy, key registration, SuperNodes)", f(d["start_up"]),
@@ -131,18 +134,25 @@ def table(a) -> str:
              [f(r["seconds"]["wall"] - r["seconds"]["in_process_reference"]) for r in runs]),
             ("the whole schedule end to end: 600 rounds (E10), 5000 (paper); measured if run whole, else extrapolated from "
              "the per-round cost",
-             f(d["wall"] - d["in_process_reference"] - d["server"]["training"] + 600 * d["server"]["training"] / today["rounds"]) + " (600, extrapolated)",
-             [f(r["extrapolated_full"]["end_to_end"]) + f" ({r['full_rounds']}" + ("" if r["rounds"] == r["full_rounds"] else ", extrapolated") + ")"
+             hours(d["wall"] - d["in_process_reference"] - d["server"]["training"] + 600 * d["server"]["training"] / today["rounds"]) + " (600, extrapolated)",
+             [hours(r["extrapolated_full"]["end_to_end"]) + f" ({r['full_rounds']}" + ("" if r["rounds"] == r["full_rounds"] else ", extrapolated") + ")"
               for r in runs]),
             ("calibration, per exchange (test weights, summaries, PFWCP messages, prediction: 4 exchanges)",
              f(d["server"]["calibration"] / 4), [f(r["seconds"]["server"]["calibration"] / 4) for r in runs]),
-            ("CPU seconds of every process of the deployment, per round of wall (cores busy)", "not measured",
+            ("CPU of all the deployment's processes / wall: cores in use on average", "not measured",
              [f"{r['seconds']['cpu_all_processes'] / r['seconds']['wall']:.2f}" if "cpu_all_processes" in r["seconds"]
               else "not measured" for r in runs]),
+            ("CPU per round, all processes (≈ that CPU × the training's share of the wall / rounds) / the agents' own "
+             "(sum over agents of the mean training message)", "not measured",
+             [(f"{r['seconds']['cpu_all_processes'] * r['seconds']['server']['training'] / r['seconds']['wall'] / r['rounds']:.1f}"
+               if "cpu_all_processes" in r["seconds"] else "not measured")
+              + f" / {r['K'] * r['agents']['later_train_cpu']['mean']:.1f}" for r in runs]),
             ("load average (1 min) before / after, 2 cores shared with other jobs", "heavily loaded (not recorded)",
              [f"{r['load_before'][0]:.1f} / {r['load_after'][0]:.1f}" for r in runs]),
-            ("an agent's CPU per message: median / largest (s)", f"{min(today['import_seconds']):.1f}-{max(today['import_seconds']):.1f} wall for the import alone",
-             [f"{r['agents']['all_cpu']['median']:.3f} / {r['agents']['all_cpu']['max']:.2f}" for r in runs]),
+            ("an agent's CPU per message: median / 95 % / largest (the largest: its first training message, torch's "
+             "first use)", f"{min(today['import_seconds']):.1f}-{max(today['import_seconds']):.1f} wall for the import alone",
+             [f"{r['agents']['all_cpu']['median']:.2f} / {r['agents']['all_cpu']['p95']:.2f} / {r['agents']['all_cpu']['max']:.2f}"
+              for r in runs]),
             ("thresholds vs in process: max abs diff", f"{today['deployment_thresholds_max_abs_diff']:.2g}",
              [f"{r['thresholds_max_abs_diff']:.2g} (tolerance {r['tolerance']:.2g})" for r in runs]),
             ("coverage deployment / in process", f"{today['coverage']['deployment']:.3f} / {today['coverage']['in_process']:.3f}",
@@ -172,7 +182,7 @@ def main(argv=None):
     if a.what == "table":
         text = table(a); Path(a.out).write_text(text); print(text, end=""); return 0
     res = imports(a) if a.what == "imports" else schedule(a)
-    out = Path(a.out or HERE / f"schedule_K{a.K}_{a.schedule}_{a.rounds}{'' if a.isolation == 'process' else '_subprocess'}.json")
+    out = Path(a.out or HERE / f"schedule_K{a.K}_{a.schedule}_{a.rounds}_packed{'' if a.isolation == 'process' else '_subprocess'}.json")
     out.write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps({k: v for k, v in res.items() if k != "deploy_stdout"}, indent=1)[:3000])
     return 0
