@@ -24,9 +24,9 @@ __all__ = ['RUN_CONFIG', 'NODE_CONFIG', 'PACKED', 'client_app', 'server_app', 'P
            'pipeline_client', 'pipeline_server_app', 'agent_nodes', 'agent_max_n', 'range_value', 'score_range_value',
            'config_values', 'run_config_values', 'app_pyproject', 'write_app_project', 'node_config_values',
            'load_node_agent', 'node_policy', 'load_node_policy', 'pack_content', 'unpack_content', 'packing_mod',
-           'PollingGrid', 'save_runs', 'deployed_main', 'pipeline_run_config', 'save_result', 'write_node_data',
-           'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
-           'pipeline_app_pyproject', 'write_pipeline_app_project']
+           'PollingGrid', 'save_runs', 'deployed_main', 'server_main', 'pipeline_run_config', 'save_result',
+           'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
+           'pipeline_server_main', 'pipeline_app_pyproject', 'write_pipeline_app_project']
 
 # %% ../../nbs/10g_federation_deploy.ipynb #ee2f9ce8
 RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
@@ -291,11 +291,10 @@ def save_runs(path, # the run_config's `out`
     os.replace(tmp, path)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #6f68cec2
-@server_app.main()
 def deployed_main(grid: Grid, context: Context) -> None:
     """All four runs (PFWCP, osPFWCP; MC, CCC) on the agents of the deployed federation that answer
     (`calibrate_federation`); after each run its thresholds, its agents and the log to run_config['out'] (.npz)."""
-    grid, c = PollingGrid(grid), run_config_values(context.run_config)
+    c = run_config_values(context.run_config)
     nodes = agent_nodes(c["agent-nodes"])
     tw = np.load(str(c["test-weights"]))
     if tw.ndim != 2 or tw.shape[1] != len(nodes):
@@ -307,6 +306,11 @@ def deployed_main(grid: Grid, context: Context) -> None:
             for me in PROTOCOLS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
     calibrate_federation(grid, nodes, tw, runs, caps, float(c["node-timeout"]), lambda out, ev: save_runs(c["out"], out, ev),
                          weight_range=wr)
+
+@server_app.main()
+def server_main(grid: Grid, context: Context) -> None:
+    "What `flwr run` calls: `deployed_main` over Flower's Grid in a `PollingGrid` (replies pulled every 0.1 s, arrays packed)."
+    deployed_main(PollingGrid(grid), context)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #b2350ea0
 PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
@@ -414,7 +418,6 @@ pipeline_client = pipeline_client_app(load_node_data, load_pipeline_policy, load
 
 pipeline_server_app = ServerApp()
 
-@pipeline_server_app.main()
 def deployed_pipeline(grid: Grid, context: Context) -> None:
     "The whole pipeline on a deployed federation; the outcome to run_config['out'] (`save_result`)."
     c = pipeline_run_config(context.run_config)
@@ -425,7 +428,12 @@ def deployed_pipeline(grid: Grid, context: Context) -> None:
                          min_agents=int(c["min-agents"]) or None, round_timeout=float(c["round-timeout"]),
                          node_timeout=float(c["node-timeout"]), max_n=caps("agent-max-n"),
                          max_train=caps("agent-max-train"), max_param=float(c["max-param"]))
-    save_result(pipeline_server(PollingGrid(grid), cfg), c["out"])
+    save_result(pipeline_server(grid, cfg), c["out"])
+
+@pipeline_server_app.main()
+def pipeline_server_main(grid: Grid, context: Context) -> None:
+    "What `flwr run` calls: `deployed_pipeline` over Flower's Grid in a `PollingGrid` (replies pulled every 0.1 s, arrays packed)."
+    deployed_pipeline(PollingGrid(grid), context)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #e5a2a77c
 def pipeline_app_pyproject(run_config: dict, # run_config keys (dataset, agent-nodes, out required), see PIPELINE_RUN_CONFIG
