@@ -41,6 +41,12 @@ def test_deployed_pipeline_trains_calibrates_and_predicts_as_in_process(tmp_path
     for k in range(2):
         used = json.loads((keep / "data" / f"agent_{k}.npz.queries.json").read_text())
         assert used["test_weights"] == 8 and used["oneshot"] == 0
+    # each agent answered every message in its resident process (the default --isolation process): set-up, the
+    # rounds, the models and the calibration and prediction queries, all completed, one JSON line each
+    for k in range(2):
+        tasks = [json.loads(l) for l in (keep / f"agent_agent_{k}.jsonl").read_text().splitlines()]
+        assert sum(t["type"] == "train" for t in tasks) == 2 and all(t["status"] == "completed" for t in tasks)
+        assert all(t["cpu"] >= 0 and t["wall"] >= 0 for t in tasks) and len({t["task"] for t in tasks}) == len(tasks)
     # every process the script started is gone
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(keep) not in ps

@@ -233,7 +233,8 @@ def test_deploy_script_bad_arguments():
 def test_deploy_script_tls_auth_rogue_node_control_api_and_foreign_app_refused(tmp_path, run_deploy_script):
     # the deployment end to end (a few minutes): TLS, SuperNode authentication, a refused unregistered SuperNode,
     # the Control API refused through the agents' address (the Fleet-only proxy), a foreign app refused by a
-    # SuperNode with --trusted-entities, and the thresholds equal to the in-process estimators
+    # resident agent's own ClientApp though it carries this package's publisher and name (the default --isolation
+    # process), and the thresholds equal to the in-process estimators
     keep = tmp_path / "deploy"
     rc, out, err = run_deploy_script(["--agents", "3", "--test-points", "6", "--rogue", "--foreign", "--keep", str(keep)],
                                      timeout=1200)
@@ -241,7 +242,7 @@ def test_deploy_script_tls_auth_rogue_node_control_api_and_foreign_app_refused(t
     assert "TLS, SuperNode authentication" in out
     assert "unregistered SuperNode: refused" in out
     assert "Control API through the agents' address: refused" in out
-    assert "foreign app: refused by the SuperNode with --trusted-entities" in out
+    assert "foreign app (publisher/name pfwcp-nb's own): refused by the resident agent's own ClientApp" in out
     assert out.count("(== in process: True)") == 4
     # each agent's query policy counted what it answered: 2 PFWCP runs x 6 test weights, 2 one-shot messages
     for k in range(3):

@@ -4,11 +4,11 @@
 
 # %% ../../nbs/10g_federation_deploy.ipynb #62b311a7
 from __future__ import annotations
-import json, os
+import json, logging, os, time
 from pathlib import Path
 import numpy as np
 from .protocol import PROTOCOLS, check_score_range, check_weight_range
-from flwr.app import Context
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
 import tomli_w   # Flower's own TOML writer (a dependency of flwr)
 from ..pfwcp import AgentCalibration
@@ -17,14 +17,16 @@ from .agreement import TrainingAgreement
 from .agent import AgentData, agent_client_app, pipeline_client_app
 from .server import PipelineResult, calibrate_federation
 from .training import PipelineConfig, pipeline_server
+_log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['RUN_CONFIG', 'NODE_CONFIG', 'client_app', 'server_app', 'PIPELINE_RUN_CONFIG', 'PIPELINE_NODE_CONFIG',
+__all__ = ['RUN_CONFIG', 'NODE_CONFIG', 'PACKED', 'client_app', 'server_app', 'PIPELINE_RUN_CONFIG', 'PIPELINE_NODE_CONFIG',
            'pipeline_client', 'pipeline_server_app', 'agent_nodes', 'agent_max_n', 'range_value', 'score_range_value',
            'config_values', 'run_config_values', 'app_pyproject', 'write_app_project', 'node_config_values',
-           'load_node_agent', 'node_policy', 'load_node_policy', 'save_runs', 'deployed_main', 'pipeline_run_config',
-           'save_result', 'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data',
-           'deployed_pipeline', 'pipeline_app_pyproject', 'write_pipeline_app_project']
+           'load_node_agent', 'node_policy', 'load_node_policy', 'pack_content', 'unpack_content', 'packing_mod',
+           'PollingGrid', 'save_runs', 'deployed_main', 'server_main', 'pipeline_run_config', 'save_result',
+           'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
+           'pipeline_server_main', 'pipeline_app_pyproject', 'write_pipeline_app_project']
 
 # %% ../../nbs/10g_federation_deploy.ipynb #ee2f9ce8
 RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
@@ -175,8 +177,105 @@ def load_node_policy(context: Context) -> QueryPolicy:
     "A deployed SuperNode's query policy, from its node_config (`node_policy`)."
     return node_policy(node_config_values(context.node_config))
 
+# %% ../../nbs/10g_federation_deploy.ipynb #b7c10007
+PACKED = "pfwcp-packed"   # the ArrayRecord (one Array of bytes) and the ConfigRecord (its index) of a packed message
+
+def pack_content(rd: RecordDict) -> RecordDict:
+    "`rd` with all its ArrayRecords as one Array of bytes and a JSON index; `rd` itself if it holds none."
+    if not rd.array_records:
+        return rd
+    index, blobs = [], []
+    for rname, rec in rd.array_records.items():
+        for key, a in rec.items():
+            index.append([rname, key, a.dtype, list(a.shape), a.stype, len(a.data)]); blobs.append(a.data)
+    out = RecordDict({**rd.config_records, **rd.metric_records})
+    out[PACKED] = ArrayRecord({"blob": Array(np.frombuffer(b"".join(blobs), dtype=np.uint8))})
+    out[PACKED + "-index"] = ConfigRecord({"json": json.dumps(index)})
+    return out
+
+def unpack_content(rd: RecordDict, # a message's content, packed or not
+                   who: str, # its sender, named in the error
+                  ) -> RecordDict: # the content with its ArrayRecords as they were sent
+    "The records `pack_content` packed (ValueError naming `who` if its index and bytes disagree); `rd` if not packed."
+    if PACKED not in rd.array_records:
+        return rd
+    try:
+        index = json.loads(rd.config_records[PACKED + "-index"]["json"])
+        blob = rd.array_records[PACKED]["blob"]
+        if (set(rd.array_records) != {PACKED} or list(rd.array_records[PACKED]) != ["blob"] or blob.dtype != "uint8"
+                or blob.stype != "numpy.ndarray" or len(blob.shape) != 1):
+            raise ValueError("the packed record must be one 1-d uint8 array 'blob'")
+        data = blob.numpy().tobytes()
+        ok = lambda e: (isinstance(e, list) and len(e) == 6 and all(isinstance(x, str) for x in (e[0], e[1], e[2], e[4]))
+                        and isinstance(e[3], list) and all(type(d) is int and d >= 0 for d in e[3])
+                        and type(e[5]) is int and e[5] >= 0)
+        if not isinstance(index, list) or not all(ok(e) for e in index) or sum(e[5] for e in index) != len(data):
+            raise ValueError(f"the index does not describe the {len(data)} packed bytes")
+    except (KeyError, TypeError, json.JSONDecodeError, ValueError) as e:
+        raise ValueError(f"{who}: an invalid packed message: {e}") from None
+    recs, at = {}, 0
+    for rname, key, dtype, shape, stype, n in index:
+        recs.setdefault(rname, {})[key] = Array(dtype=dtype, shape=tuple(shape), stype=stype, data=data[at:at + n]); at += n
+    out = RecordDict({k: v for k, v in rd.config_records.items() if k != PACKED + "-index"})
+    for k, v in rd.metric_records.items(): out[k] = v
+    for rname, arrs in recs.items(): out[rname] = ArrayRecord(arrs)
+    return out
+
+# %% ../../nbs/10g_federation_deploy.ipynb #b7c10009
+def packing_mod(msg: Message, context: Context, call_next) -> Message:
+    "A ClientApp mod: a packed request is unpacked for the app, and then its reply is packed (`pack_content`)."
+    packed = PACKED in msg.content.array_records
+    if packed:
+        msg.content = unpack_content(msg.content, "the server")
+    reply = call_next(msg, context)
+    if packed and not reply.has_error():
+        reply.content = pack_content(reply.content)
+    return reply
+
+# %% ../../nbs/10g_federation_deploy.ipynb #b7c10002
+class PollingGrid(Grid):
+    "A Grid that pulls the replies every `poll` seconds and sends arrays packed (`pack_content`); else the wrapped `grid`."
+    def __init__(self, grid: Grid, # the ServerApp's Grid (Flower's)
+                 poll: float = 0.1, # seconds between two pulls of the replies
+                ):
+        if not 0 < poll <= 3:
+            raise ValueError(f"`poll` must be in (0, 3] seconds (Flower's own Grid waits 3), got {poll!r}.")
+        self.grid, self.poll = grid, float(poll)
+    def set_run(self, run): self.grid.set_run(run)
+    @property
+    def run(self): return self.grid.run
+    def create_message(self, *args, **kw): return self.grid.create_message(*args, **kw)
+    def get_node_ids(self): return self.grid.get_node_ids()
+    def push_messages(self, messages):
+        "Each message with its arrays packed (`pack_content`, below), then Flower's push."
+        messages = list(messages)
+        for m in messages: m.content = pack_content(m.content)
+        return self.grid.push_messages(messages)
+    def pull_messages(self, message_ids):
+        "Flower's pull; a packed reply unpacked (one that does not unpack is left as it came: an invalid answer)."
+        out = list(self.grid.pull_messages(message_ids))
+        for m in out:
+            if not m.has_error():
+                try:
+                    m.content = unpack_content(m.content, f"node {m.metadata.src_node_id}")
+                except ValueError as e:
+                    _log.warning(str(e))
+        return out
+
+    def send_and_receive(self, messages, *, timeout: float | None = None) -> list:
+        "Push `messages`, then pull their replies until all came or `timeout` seconds passed (None: until all came)."
+        ids, out = set(self.push_messages(messages)), []
+        end = time.monotonic() + (timeout or 0.0)
+        while timeout is None or time.monotonic() < end:
+            got = list(self.pull_messages(ids))
+            out += got
+            ids -= {m.metadata.reply_to_message_id for m in got}
+            if not ids: break
+            time.sleep(self.poll)
+        return out
+
 # %% ../../nbs/10g_federation_deploy.ipynb #7d9239d0
-client_app = agent_client_app(load_node_agent, load_node_policy)
+client_app = agent_client_app(load_node_agent, load_node_policy, mods=[packing_mod])
 
 server_app = ServerApp()
 
@@ -192,7 +291,6 @@ def save_runs(path, # the run_config's `out`
     os.replace(tmp, path)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #6f68cec2
-@server_app.main()
 def deployed_main(grid: Grid, context: Context) -> None:
     """All four runs (PFWCP, osPFWCP; MC, CCC) on the agents of the deployed federation that answer
     (`calibrate_federation`); after each run its thresholds, its agents and the log to run_config['out'] (.npz)."""
@@ -208,6 +306,11 @@ def deployed_main(grid: Grid, context: Context) -> None:
             for me in PROTOCOLS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
     calibrate_federation(grid, nodes, tw, runs, caps, float(c["node-timeout"]), lambda out, ev: save_runs(c["out"], out, ev),
                          weight_range=wr)
+
+@server_app.main()
+def server_main(grid: Grid, context: Context) -> None:
+    "What `flwr run` calls: `deployed_main` over Flower's Grid in a `PollingGrid` (replies pulled every 0.1 s, arrays packed)."
+    deployed_main(PollingGrid(grid), context)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #b2350ea0
 PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
@@ -311,11 +414,10 @@ def load_node_data(context: Context) -> AgentData:
                            for f in ("train_X", "train_y", "cal_X", "cal_y", "test_X", "test_y")))
 
 # %% ../../nbs/10g_federation_deploy.ipynb #6f1d557b
-pipeline_client = pipeline_client_app(load_node_data, load_pipeline_policy, load_node_agreement)   # node_config: PIPELINE_NODE_CONFIG
+pipeline_client = pipeline_client_app(load_node_data, load_pipeline_policy, load_node_agreement, mods=[packing_mod])   # node_config: PIPELINE_NODE_CONFIG
 
 pipeline_server_app = ServerApp()
 
-@pipeline_server_app.main()
 def deployed_pipeline(grid: Grid, context: Context) -> None:
     "The whole pipeline on a deployed federation; the outcome to run_config['out'] (`save_result`)."
     c = pipeline_run_config(context.run_config)
@@ -327,6 +429,11 @@ def deployed_pipeline(grid: Grid, context: Context) -> None:
                          node_timeout=float(c["node-timeout"]), max_n=caps("agent-max-n"),
                          max_train=caps("agent-max-train"), max_param=float(c["max-param"]))
     save_result(pipeline_server(grid, cfg), c["out"])
+
+@pipeline_server_app.main()
+def pipeline_server_main(grid: Grid, context: Context) -> None:
+    "What `flwr run` calls: `deployed_pipeline` over Flower's Grid in a `PollingGrid` (replies pulled every 0.1 s, arrays packed)."
+    deployed_pipeline(PollingGrid(grid), context)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #e5a2a77c
 def pipeline_app_pyproject(run_config: dict, # run_config keys (dataset, agent-nodes, out required), see PIPELINE_RUN_CONFIG
