@@ -6,6 +6,7 @@
 from __future__ import annotations
 import contextlib, fcntl, json, os, warnings
 from pathlib import Path
+from fastcore.basics import patch
 import numpy as np
 from .procedure import paper_grid
 from .pfwcp import AgentCalibration
@@ -19,6 +20,7 @@ __all__ = ['QueryRefused', 'QueryPolicy', 'admit', 'recovered_scores']
 class QueryRefused(ValueError):
     "A request outside the agent's query policy (the message names the rule)."
 
+# %% ../nbs/03b_query_policy.ipynb #dab9b59d
 class QueryPolicy:
     "An agent's rules for answering the server: agreed levels, a test-weight budget, a one-shot budget."
     def __init__(self,
@@ -56,78 +58,90 @@ class QueryPolicy:
         self.used = {"test_weights": 0, "oneshot": 0, "level": None} | ({} if max_runs is None else {"runs": {}})
         self._load()
 
-    def _load(self):
-        "The counts of the state file; ValueError naming the file on anything but counts >= 0 and a level (fail closed)."
-        if self.state is None or not self.state.exists():
-            return
-        try:
-            saved = json.loads(self.state.read_text(encoding="utf-8"), parse_constant=float)   # NaN/Infinity: refused below
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ValueError(f"`state` file {self.state} is not valid JSON ({e}); nothing is answered until it is "
-                             "restored, or removed to start a new budget.") from None
-        count = lambda v: type(v) is int and v >= 0
-        level = lambda v: v is None or (type(v) in (int, float) and 0 < v < 1)
-        run = lambda k, v: (k.isdigit() and isinstance(v, dict) and set(v) == {"test_weights", "oneshot"}
-                            and count(v["test_weights"]) and count(v["oneshot"]))
-        if (not isinstance(saved, dict) or set(saved) != set(self.used) or not count(saved["test_weights"])
-                or not count(saved["oneshot"]) or not level(saved["level"])
-                or not (self.max_runs is None or (isinstance(saved["runs"], dict) and len(saved["runs"]) <= self.max_runs
-                                                  and all(run(k, v) for k, v in saved["runs"].items())))):
-            raise ValueError(f"`state` file {self.state} is not a query-policy state ({sorted(self.used)}: counts that are "
-                             f"integers >= 0, a level in (0, 1) or null" + ("" if self.max_runs is None else
-                             f", at most max_runs={self.max_runs} runs by id with their counts") + f"), got "
-                             f"{str(saved)[:200]}; nothing is answered until it is restored, or removed to start a new budget.")
-        self.used = saved
-
-    @contextlib.contextmanager
-    def _locked(self):
-        "Hold an exclusive lock on the state file (fcntl.flock on STATE.lock) and re-read it: load, admit, save as one step."
-        if self.state is None:
-            yield
-            return
-        with open(self.state.with_name(self.state.name + ".lock"), "a") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            try:
-                self._load()
-                yield
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
-
-    def _save(self):
-        if self.state is not None:
-            tmp = self.state.with_name(self.state.name + ".tmp")
-            tmp.write_text(json.dumps(self.used), encoding="utf-8")
-            os.replace(tmp, self.state)
-
-    @classmethod
-    def answer_all(cls) -> "QueryPolicy":
-        "A policy that admits every well-formed request, any level, no budget: an agent that agreed to nothing (avoid)."
-        p = cls(levels=[0.5], max_test_weights=2**62, max_oneshot=2**62, oneshot_levels=[0.5])
-        p.any_level = True
-        return p
-
     any_level = False   # True only for `answer_all`
 
-    def _oneshot_rule(self) -> str:
-        if self.oneshot_levels is None:
-            return f"levels in (0, {self.levels.max():.6g}]"
-        b = self.oneshot_levels
-        return ("levels {" + ", ".join(f"{x:.6g}" for x in b) + "}" if b.size <= 4 else
-                f"{b.size} agreed levels in [{b.min():.6g}, {b.max():.6g}]")
+# %% ../nbs/03b_query_policy.ipynb #f3ab06e5
+@patch
+def _load(self: QueryPolicy):
+    "The counts of the state file; ValueError naming the file on anything but counts >= 0 and a level (fail closed)."
+    if self.state is None or not self.state.exists():
+        return
+    try:
+        saved = json.loads(self.state.read_text(encoding="utf-8"), parse_constant=float)   # NaN/Infinity: refused below
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"`state` file {self.state} is not valid JSON ({e}); nothing is answered until it is "
+                         "restored, or removed to start a new budget.") from None
+    count = lambda v: type(v) is int and v >= 0
+    level = lambda v: v is None or (type(v) in (int, float) and 0 < v < 1)
+    run = lambda k, v: (k.isdigit() and isinstance(v, dict) and set(v) == {"test_weights", "oneshot"}
+                        and count(v["test_weights"]) and count(v["oneshot"]))
+    if (not isinstance(saved, dict) or set(saved) != set(self.used) or not count(saved["test_weights"])
+            or not count(saved["oneshot"]) or not level(saved["level"])
+            or not (self.max_runs is None or (isinstance(saved["runs"], dict) and len(saved["runs"]) <= self.max_runs
+                                              and all(run(k, v) for k, v in saved["runs"].items())))):
+        raise ValueError(f"`state` file {self.state} is not a query-policy state ({sorted(self.used)}: counts that are "
+                         f"integers >= 0, a level in (0, 1) or null" + ("" if self.max_runs is None else
+                         f", at most max_runs={self.max_runs} runs by id with their counts") + f"), got "
+                         f"{str(saved)[:200]}; nothing is answered until it is restored, or removed to start a new budget.")
+    self.used = saved
 
-    def __repr__(self):
-        if self.any_level:
-            return "QueryPolicy.answer_all()"
-        return (f"QueryPolicy({self.levels.size} levels in [{self.levels.min():.4g}, {self.levels.max():.4g}], "
-                f"test weights {self.used['test_weights']}/{self.max_test_weights}, "
-                f"one-shot {self.used['oneshot']}/{self.max_oneshot}"
-                + ("" if self.max_runs is None else f" per run, {len(self.used['runs'])}/{self.max_runs} runs") + f" at {self._oneshot_rule()}, lock_level={self.lock_level}, "
-                f"test_agent={self.test_agent})")
+# %% ../nbs/03b_query_policy.ipynb #1d1fc6b3
+@patch
+@contextlib.contextmanager
+def _locked(self: QueryPolicy):
+    "Hold an exclusive lock on the state file (fcntl.flock on STATE.lock) and re-read it: load, admit, save as one step."
+    if self.state is None:
+        yield
+        return
+    with open(self.state.with_name(self.state.name + ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            self._load()
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+# %% ../nbs/03b_query_policy.ipynb #46b616b1
+@patch
+def _save(self: QueryPolicy):
+    if self.state is not None:
+        tmp = self.state.with_name(self.state.name + ".tmp")
+        tmp.write_text(json.dumps(self.used), encoding="utf-8")
+        os.replace(tmp, self.state)
+
+# %% ../nbs/03b_query_policy.ipynb #6da28246
+@patch(cls_method=True)
+def answer_all(cls: QueryPolicy) -> "QueryPolicy":
+    "A policy that admits every well-formed request, any level, no budget: an agent that agreed to nothing (avoid)."
+    p = cls(levels=[0.5], max_test_weights=2**62, max_oneshot=2**62, oneshot_levels=[0.5])
+    p.any_level = True
+    return p
+
+# %% ../nbs/03b_query_policy.ipynb #bf7d53d9
+@patch
+def _oneshot_rule(self: QueryPolicy) -> str:
+    if self.oneshot_levels is None:
+        return f"levels in (0, {self.levels.max():.6g}]"
+    b = self.oneshot_levels
+    return ("levels {" + ", ".join(f"{x:.6g}" for x in b) + "}" if b.size <= 4 else
+            f"{b.size} agreed levels in [{b.min():.6g}, {b.max():.6g}]")
+
+# %% ../nbs/03b_query_policy.ipynb #b966eb42
+@patch
+def __repr__(self: QueryPolicy):
+    if self.any_level:
+        return "QueryPolicy.answer_all()"
+    return (f"QueryPolicy({self.levels.size} levels in [{self.levels.min():.4g}, {self.levels.max():.4g}], "
+            f"test weights {self.used['test_weights']}/{self.max_test_weights}, "
+            f"one-shot {self.used['oneshot']}/{self.max_oneshot}"
+            + ("" if self.max_runs is None else f" per run, {len(self.used['runs'])}/{self.max_runs} runs") + f" at {self._oneshot_rule()}, lock_level={self.lock_level}, "
+            f"test_agent={self.test_agent})")
 
 # %% ../nbs/03b_query_policy.ipynb #80021350
 def _per(policy: QueryPolicy, req: dict) -> str:
     return "" if policy.max_runs is None else f" for run {req.get('run')!r}"
 
+# %% ../nbs/03b_query_policy.ipynb #10e43309
 def _allowance(policy: QueryPolicy, req: dict, what: str, # "test_weights" or "oneshot"
               ) -> tuple: # (what is left of `what`, the run's key or None)
     "What is left of a budget for this request: in all, or (`max_runs`) in the request's run, which may be a new one."
@@ -144,6 +158,7 @@ def _allowance(policy: QueryPolicy, req: dict, what: str, # "test_weights" or "o
                            f"cap (QueryPolicy.max_runs={policy.max_runs}).")
     return cap - policy.used["runs"].get(key, {}).get(what, 0), key
 
+# %% ../nbs/03b_query_policy.ipynb #b3406ef0
 def _charge(policy: QueryPolicy, key, what: str, n: int) -> None:
     "Count n answers of `what`, in all and in the run `key` (None: one budget in all)."
     policy.used[what] += n
@@ -166,14 +181,8 @@ def _level(policy: QueryPolicy, beta, name: str) -> float:
                            "this agent answers only those (QueryPolicy.levels).")
     return beta
 
-def admit(policy: QueryPolicy, # the agent's policy (its counts are updated)
-          req: dict, # a request dict (`federation.protocol.request`): ask = summary, message or oneshot
-         ) -> None:
-    "Refuse (QueryRefused, naming the rule) a request outside the policy; else charge its budget (state file locked)."
-    with policy._locked():               # two processes sharing the state file cannot both spend the same budget
-        _admit(policy, req)
-        policy._save()
-
+# %% ../nbs/03b_query_policy.ipynb #57398266
+# long cell: one request's rules, in the order they must run (the budget before the element-wise checks)
 def _admit(policy: QueryPolicy, req: dict) -> None:
     ask = req.get("ask")
     if ask == "summary":
@@ -215,9 +224,19 @@ def _admit(policy: QueryPolicy, req: dict) -> None:
     else:
         raise QueryRefused(f"request field `ask`={ask!r} is not a pfwcp request (summary, message, oneshot).")
 
+# %% ../nbs/03b_query_policy.ipynb #0ea50454
+def admit(policy: QueryPolicy, # the agent's policy (its counts are updated)
+          req: dict, # a request dict (`federation.protocol.request`): ask = summary, message or oneshot
+         ) -> None:
+    "Refuse (QueryRefused, naming the rule) a request outside the policy; else charge its budget (state file locked)."
+    with policy._locked():               # two processes sharing the state file cannot both spend the same budget
+        _admit(policy, req)
+        policy._save()
+
 QueryPolicy.admit = admit
 
 # %% ../nbs/03b_query_policy.ipynb #54c06e78
+# long cell: one attack in three phases (the sweep, the other levels, the one-shot requests) sharing the agent and its answers
 def recovered_scores(scores, # the agent's calibration scores (n,): what the attacker wants
                      weights, # its calibration weights (n,), None -> ones
                      policy: QueryPolicy | None, # None: an agent that answers everything

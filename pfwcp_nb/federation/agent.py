@@ -50,7 +50,7 @@ def agent_reply(agent: AgentCalibration, # this agent's scores and weights (they
         return agent.message(req["beta"], np.asarray(req["test_weights"], dtype=float)).to_dict()
     return agent.oneshot_message(req["beta_breve"]).to_dict()
 
-# %% ../../nbs/10c_federation_agent.ipynb #c37fc0e2
+# %% ../../nbs/10c_federation_agent.ipynb #406dc5eb
 def _this_run(req: dict, msg: Message) -> dict:
     "The request, if it names the Flower run it was delivered in (QueryRefused otherwise: a budget is charged per run)."
     if not isinstance(req, dict) or req.get("run") != str(msg.metadata.run_id):
@@ -58,6 +58,7 @@ def _this_run(req: dict, msg: Message) -> dict:
                            f"run {msg.metadata.run_id}: an agent answers a request in its own run only.")
     return req
 
+# %% ../../nbs/10c_federation_agent.ipynb #62a68b40
 def agent_client_app(load_agent, # context -> this SuperNode's AgentCalibration
                      load_policy, # context -> this SuperNode's QueryPolicy (the same object, or one on a state file)
                      mods: list | None = None, # Flower client mods (e.g. to record outgoing messages)
@@ -83,16 +84,19 @@ class AgentData:
     test_X: np.ndarray | None = None     # the test agent's test points
     test_y: np.ndarray | None = None     # their labels, if known (coverage)
 
+# %% ../../nbs/10c_federation_agent.ipynb #64d2afb0
 def _agent_plans(ctx: Context, who: str) -> dict:
     "The plans this agent accepted at set-up (features message), decoded: {task name: TaskPlan}."
     return {n: TaskPlan.from_dict(p, who) for n, p in _state_json(ctx, "pipe-features")["plans"].items()}
 
+# %% ../../nbs/10c_federation_agent.ipynb #ec1b5039
 def _agent_proj(ctx: Context, which: str) -> PCAProjection | None:
     cfg = _state_json(ctx, "pipe-features")[which]
     if cfg is None: return None
     a = _state_arrays(ctx, f"pipe-pca-{which}")
     return PCAProjection(a["mean"], a["components"], cfg["scale"], cfg["explained"])
 
+# %% ../../nbs/10c_federation_agent.ipynb #c478914f
 def _agent_targets(ctx: Context, plan: TaskPlan, data: AgentData, g: int, j: int) -> tuple:
     "Features and targets of agent's replica (federation g, member j), as the in-process clients."
     f = _state_json(ctx, "pipe-features")
@@ -115,6 +119,7 @@ def _check_orders(o: np.ndarray, E: int, n: int, who: str) -> np.ndarray:
         raise ValueError(f"{who}: the shuffles must be {E} permutations of range({n}), got shape {o.shape}.")
     return o
 
+# %% ../../nbs/10c_federation_agent.ipynb #a02c75c5
 def _train_plans(ctx: Context, k: int, d: dict, who: str) -> dict:
     "The plans of this round's tasks, if the request keeps the run's agreed plans and its rounds go up (QueryRefused)."
     if "pipe-features" not in ctx.state.config_records:
@@ -180,12 +185,6 @@ def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
     return _pipe({"type": "TrainReply", "round": int(d["round"]), "counts": counts}, arrays)
 
 # %% ../../nbs/10c_federation_agent.ipynb #3c4591b0
-def agent_calibration(ctx: Context, data: AgentData, k: int) -> AgentCalibration:
-    "Agent k's calibration scores (trained predictor) and weights (its ratio classifier; agent 0: ones)."
-    pred = _agent_predictor(ctx)
-    s = pred.scores(data.cal_X, data.cal_y)
-    return AgentCalibration(s, None if k == 0 else _agent_ratios(ctx, [k])[0](data.cal_X))
-
 def _agent_predictor(ctx: Context) -> FederatedPredictor:
     f = _state_json(ctx, "pipe-features")
     plan = TaskPlan.from_dict(f["plans"]["predictor"], "server")
@@ -196,6 +195,7 @@ def _agent_predictor(ctx: Context) -> FederatedPredictor:
     return FederatedPredictor(task=f["task"], model=m.eval(), pca=_agent_proj(ctx, "predictor"), y_mean=f["y_mean"],
                               y_std=f["y_std"], n_classes=plan.d_out if f["task"] == "classification" else None)
 
+# %% ../../nbs/10c_federation_agent.ipynb #a18d1c10
 def _agent_ratios(ctx: Context, ks: list) -> list:
     "The weight functions omega^k of agents `ks` (>= 1) from the stored pairwise classifiers (as `fit_density_ratios`)."
     f = _state_json(ctx, "pipe-features")
@@ -210,6 +210,13 @@ def _agent_ratios(ctx: Context, ks: list) -> list:
         nets[k - 1] = m.eval()
     fns = pairwise_ratio_functions(nets, RatioFeatures(_agent_proj(ctx, "ratios")), f["d"], f["eps"])
     return [fns[k] for k in ks]
+
+# %% ../../nbs/10c_federation_agent.ipynb #4268df53
+def agent_calibration(ctx: Context, data: AgentData, k: int) -> AgentCalibration:
+    "Agent k's calibration scores (trained predictor) and weights (its ratio classifier; agent 0: ones)."
+    pred = _agent_predictor(ctx)
+    s = pred.scores(data.cal_X, data.cal_y)
+    return AgentCalibration(s, None if k == 0 else _agent_ratios(ctx, [k])[0](data.cal_X))
 
 # %% ../../nbs/10c_federation_agent.ipynb #bd37931e
 def _answer_stats(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
@@ -229,6 +236,7 @@ def _answer_stats(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
         out.update(max_label=int(y.max()))
     return _pipe(out, {"pca": {"sum_x": X.sum(0)}} if d["pca"] else None)
 
+# %% ../../nbs/10c_federation_agent.ipynb #786a6161
 def _answer_pca(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
     "Stage pca: the R factor of the covariates centred at the federation's mean."
     mu = _arrays(content.array_records["pca"], {"mean": (X.shape[1],)}, who, np.float64)["mean"]
@@ -252,6 +260,7 @@ def _features_pca(f: dict, content: RecordDict, d: int, which: str, who: str) ->
         raise ValueError(f"{who}: the {which} PCA scale must be finite and > 0, got {f[which]['scale']!r}.")
     return a
 
+# %% ../../nbs/10c_federation_agent.ipynb #a86901a9
 def _answer_features(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
     "Stage features: the set-up (plans, label moments, PCA), accepted only as agreed; kept in the run's state."
     f = d.get("features")
@@ -289,6 +298,7 @@ def _answer_models(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
     for name, a in arrs.items(): _set_state_arrays(ctx, f"model-{name}", a)
     return _pipe({"type": "Ack"})
 
+# %% ../../nbs/10c_federation_agent.ipynb #33add42e
 def _answer_test_weights(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
     "Stage test-weights (the test agent): omega^j at its test points for the agents asked, column 0 ones."
     if data.test_X is None: raise ValueError(f"{who}: asked for test weights but holds no test points.")

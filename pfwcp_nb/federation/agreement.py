@@ -22,17 +22,20 @@ from .._validate import check_pos_int
 __all__ = ['RUN_STATE', 'BUDGETS', 'POLICY_STATE', 'TrainingAgreement', 'agreed_policy']
 
 # %% ../../nbs/10b_federation_agreement.ipynb #6d478be8
-def _state_json(ctx: Context, key: str) -> dict:
-    return json.loads(ctx.state.config_records[key]["json"])
-
 def _set_state_json(ctx: Context, key: str, d: dict):
     ctx.state[key] = ConfigRecord({"json": json.dumps(d, allow_nan=False)})
 
-def _state_arrays(ctx: Context, key: str) -> dict:
-    return {k: v.numpy() for k, v in ctx.state.array_records[key].items()}
+# %% ../../nbs/10b_federation_agreement.ipynb #2565c0fa
+def _state_json(ctx: Context, key: str) -> dict:
+    return json.loads(ctx.state.config_records[key]["json"])
 
+# %% ../../nbs/10b_federation_agreement.ipynb #bf3351b3
 def _set_state_arrays(ctx: Context, key: str, arrs: dict):
     ctx.state[key] = ArrayRecord(array_dict={k: Array(np.ascontiguousarray(v)) for k, v in arrs.items()})
+
+# %% ../../nbs/10b_federation_agreement.ipynb #b3aa05a7
+def _state_arrays(ctx: Context, key: str) -> dict:
+    return {k: v.numpy() for k, v in ctx.state.array_records[key].items()}
 
 # %% ../../nbs/10b_federation_agreement.ipynb #a13a2419
 RUN_STATE = "pipe-run"     # context.state: what this agent answered in this run (Flower keeps one Context per run)
@@ -92,7 +95,20 @@ def check_plans(self: TrainingAgreement, plans: dict, # {"predictor": TaskPlan, 
                            f"agents 0..{self.agents - 1} holding 0 and {k}; pairwise classifiers [0, j], labels [1, 0]): "
                            f"{pp.members}, {pr.members}.")
 
-# %% ../../nbs/10b_federation_agreement.ipynb #6bad30b0
+# %% ../../nbs/10b_federation_agreement.ipynb #5fede2c8
+def _run_state(ctx: Context) -> dict:
+    return _state_json(ctx, RUN_STATE) if RUN_STATE in ctx.state.config_records else {}
+
+# %% ../../nbs/10b_federation_agreement.ipynb #0a3aa0b0
+def _remember(ctx: Context, nets: dict, rnd: int) -> None:
+    "Keep the networks {key: arrays} of round `rnd` (after every check of the message passed)."
+    used = _run_state(ctx)
+    for key, arrs in nets.items():
+        _set_state_arrays(ctx, f"last-{key}", arrs)
+        used[f"seen-{key}"] = rnd
+    _set_state_json(ctx, RUN_STATE, used)
+
+# %% ../../nbs/10b_federation_agreement.ipynb #8a8118ad
 def _check_move(ctx: Context, key: str, # the network, e.g. "ratios-3"
                 arrs: dict, rnd: int, # its parameters at the start of round `rnd` (the final ones: rounds + 1)
                 step: float, # `round_move`: the most a round moves a coordinate
@@ -108,17 +124,6 @@ def _check_move(ctx: Context, key: str, # the network, e.g. "ratios-3"
         if move > (rnd - seen) * step * (1 + 1e-6) + 1e-7:
             raise QueryRefused(f"{who}: network {key!r} moved a coordinate by {move:.3g} in {rnd - seen} round(s); the "
                                f"agreed schedule moves it at most {step:.3g} a round (round_move).")
-
-def _remember(ctx: Context, nets: dict, rnd: int) -> None:
-    "Keep the networks {key: arrays} of round `rnd` (after every check of the message passed)."
-    used = _run_state(ctx)
-    for key, arrs in nets.items():
-        _set_state_arrays(ctx, f"last-{key}", arrs)
-        used[f"seen-{key}"] = rnd
-    _set_state_json(ctx, RUN_STATE, used)
-
-def _run_state(ctx: Context) -> dict:
-    return _state_json(ctx, RUN_STATE) if RUN_STATE in ctx.state.config_records else {}
 
 # %% ../../nbs/10b_federation_agreement.ipynb #de5ed50d
 def _budget_file(path: Path, who: str) -> dict:
@@ -136,6 +141,7 @@ def _budget_file(path: Path, who: str) -> dict:
                          f"got {str(used)[:200]}; nothing is answered until it is restored, or removed to start a new budget.")
     return used
 
+# %% ../../nbs/10b_federation_agreement.ipynb #1bd9a1ac
 def _spend(ctx: Context, agreement: TrainingAgreement, what: str, who: str) -> None:
     "Count one answer of stage `what` before computing it; QueryRefused past the agreed number (the file is locked)."
     limit = agreement.runs if what in BUDGETS else agreement.max_pca if what == "pca" else 1

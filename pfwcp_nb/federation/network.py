@@ -104,6 +104,7 @@ class _BodyRefused(Exception):
     def __init__(self, why: str, code: int):
         super().__init__(why); self.why, self.code = why, code
 
+# %% ../../nbs/10h_federation_network.ipynb #9da46c64
 async def _bounded_body(request: Request, max_body: int, body_timeout: float):
     "The request body, chunk by chunk as it arrives (nothing buffered), cut off above `max_body` bytes or `body_timeout` s."
     loop, chunks, size = asyncio.get_running_loop(), request.stream().__aiter__(), 0
@@ -127,6 +128,7 @@ def _refuse(why: str, code: int) -> Response:
     "A refusal that closes the connection (a refused client sends nothing more on it, its unread body included)."
     return PlainTextResponse(f"pfwcp fleet proxy: {why}", status_code=code, headers={"connection": "close"})
 
+# %% ../../nbs/10h_federation_network.ipynb #3b876166
 def _admission(request: Request, max_body: int, authorized) -> Response | None:
     "Everything the proxy checks from the request head, before a byte of the body is read: None if admitted."
     path = request.scope.get("raw_path", b"").decode("latin-1")   # what the SuperLink would see, undecoded
@@ -257,6 +259,7 @@ def fleet_proxy_server(upstream: str, # the SuperLink, e.g. "https://127.0.0.1:9
                             log_level="warning", http=_guarded_protocol(header_timeout, max_per_client), lifespan="on")
     return uvicorn.Server(config)
 
+# %% ../../nbs/10h_federation_network.ipynb #252a5c20
 def serve_fleet_proxy(port: int, # the port agents connect to (`flower-supernode --superlink HOST:PORT`)
                       upstream: str, # the SuperLink, e.g. "https://127.0.0.1:9093" (bound to loopback)
                       certfile: str, keyfile: str, # TLS certificate (for the host name agents use) and its key

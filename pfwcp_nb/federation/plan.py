@@ -127,6 +127,7 @@ def round_move(plan: TaskPlan, n_max: int) -> float:
     steps = 1 if plan.server_optimizer == "adam" else plan.local_epochs * math.ceil(n_max / plan.batch_size)
     return ADAM_MOVE * plan.lr * steps
 
+# %% ../../nbs/10a_federation_plan.ipynb #6c426b5c
 def initial_networks(plan: TaskPlan, seed: int) -> list:
     "The G networks round 1 starts from (one {name: array} per federation): `EngineStream`'s seeded ones, as `ServerTask`'s."
     return [{n: p.detach().numpy() for n, p in m.named_parameters()}

@@ -45,6 +45,7 @@ def request(ask: str, # "summary", "message" (needs beta, test_weights) or "ones
         d[k] = [float(x) for x in np.asarray(v, dtype=float).ravel()] if k == "test_weights" else float(v)
     return d
 
+# %% ../../nbs/10_federation_protocol.ipynb #22684b37
 def pack(d: dict, # a request or a message's `to_dict()`
          agent: int | None = None, # the replying agent's index (replies only)
          reply_to: dict | None = None, # the request a reply answers: its `run` and `nonce` are echoed (replies only)
@@ -62,6 +63,7 @@ MAX_JSON_CHARS = 2**24   # 16 Mi characters: a message of m quantiles is about 2
 
 MAX_INT_DIGITS = 15      # integers in pfwcp messages are counts (n, version): 15 digits is far above any n
 
+# %% ../../nbs/10_federation_protocol.ipynb #1c0689ca
 def strict_json(text, # the JSON text of a message
                 sender: str = "the peer", # who sent it, named in every refusal
                ) -> dict:
@@ -132,12 +134,14 @@ PROTOCOLS = ("pfwcp", "ospfwcp")
 def _who(k, node) -> str:
     return f"agent {k} (node {node})"
 
+# %% ../../nbs/10_federation_protocol.ipynb #04f1da91
 def _decode(cls, d, who):
     try:
         return cls.from_dict(d)
     except (ValueError, OverflowError) as e:
         raise ValueError(f"{who}: {e}") from None
 
+# %% ../../nbs/10_federation_protocol.ipynb #e7b907a2
 def _pair(value, name: str) -> tuple:
     "Two numbers (low, high) as floats; ValueError naming `name` otherwise."
     try:
@@ -146,6 +150,7 @@ def _pair(value, name: str) -> tuple:
         raise ValueError(f"`{name}` must be two numbers (low, high), got {value!r}.") from None
     return lo, hi
 
+# %% ../../nbs/10_federation_protocol.ipynb #89d31402
 def check_score_range(score_range, # (low, high): the protocol's range of non-conformity scores
                       finite: bool = False, # also refuse an infinite high (the server's calibration runs)
                      ) -> tuple: # (low, high) as floats
@@ -220,6 +225,7 @@ WEIGHT_RANGE = (1e-6, 1e6)   # default: the mean weight of a density ratio clipp
 
 INF_TOL = 1e-9               # relative slack of the +inf check (an agent sums its weights in another order)
 
+# %% ../../nbs/10_federation_protocol.ipynb #f16ffc96
 def check_inf_consistent(q, # an agent's local quantiles (m,)
                          tw, # the test weights sent (m,)
                          beta: float, # the level asked
@@ -293,6 +299,15 @@ def check_oneshot(d: dict, who: str,
 # %% ../../nbs/10_federation_protocol.ipynb #a6ab37eb
 PIPE = "pfwcp-pipeline"     # ConfigRecord (one json string) of every pipeline message that is not a calibration query
 
+def _pipe(d: dict, arrays: dict | None = None) -> RecordDict:
+    "Content of a pipeline message: ConfigRecord `pfwcp-pipeline` = {json} and ArrayRecords by name."
+    rd = RecordDict({PIPE: ConfigRecord({"json": json.dumps(d, allow_nan=False)})})
+    for name, arrs in (arrays or {}).items():
+        rd[name] = ArrayRecord(array_dict={k: Array(np.ascontiguousarray(v.detach().numpy() if torch.is_tensor(v) else v))
+                                           for k, v in arrs.items()})
+    return rd
+
+# %% ../../nbs/10_federation_protocol.ipynb #bb1acf89
 def _msg_json(content: RecordDict, who: str) -> dict:
     if PIPE not in content.config_records:
         raise ValueError(f"{who}: message without ConfigRecord {PIPE!r} (records: {list(content.keys())}).")
@@ -303,14 +318,6 @@ def _msg_json(content: RecordDict, who: str) -> dict:
     if not isinstance(d.get("type"), str):
         raise ValueError(f"{who}: pipeline message without a 'type': {d!r:.200}")
     return d
-
-def _pipe(d: dict, arrays: dict | None = None) -> RecordDict:
-    "Content of a pipeline message: ConfigRecord `pfwcp-pipeline` = {json} and ArrayRecords by name."
-    rd = RecordDict({PIPE: ConfigRecord({"json": json.dumps(d, allow_nan=False)})})
-    for name, arrs in (arrays or {}).items():
-        rd[name] = ArrayRecord(array_dict={k: Array(np.ascontiguousarray(v.detach().numpy() if torch.is_tensor(v) else v))
-                                           for k, v in arrs.items()})
-    return rd
 
 # %% ../../nbs/10_federation_protocol.ipynb #12c02918
 def _load(a: Array, shape: tuple, dtype, who: str, name: str) -> np.ndarray:
@@ -329,6 +336,7 @@ def _load(a: Array, shape: tuple, dtype, who: str, name: str) -> np.ndarray:
                          f"{tuple(shape)}.")
     return a.numpy()
 
+# %% ../../nbs/10_federation_protocol.ipynb #8d044f57
 def _arrays(rec: ArrayRecord, expect: dict, who: str, dtype=np.float32, finite: bool = True) -> dict:
     "The arrays of an ArrayRecord, checked (`_load` first): exactly the expected names and shapes, finite, of `dtype`."
     if not isinstance(rec, ArrayRecord) or sorted(rec.keys()) != sorted(expect):

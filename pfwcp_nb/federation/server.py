@@ -6,6 +6,7 @@
 from __future__ import annotations
 import inspect, logging, math, time
 from dataclasses import dataclass, field
+from fastcore.basics import patch
 import numpy as np
 from .protocol import (PROTOCOLS, SCORE_RANGE, WEIGHT_RANGE, pack, unpack, request, _who, check_score_range, score_range_for,
                                           check_summary, check_message, check_oneshot, _msg_json, _pipe, _arrays)
@@ -27,6 +28,7 @@ def _flower_run() -> int:
     "The Flower run this ServerApp serves (set by Flower's runtime): every request names it, and its reply echoes it."
     return TaskIdentity.run_id
 
+# %% ../../nbs/10d_federation_server.ipynb #106ce514
 def _exchange(grid: Grid, requests: dict, # {node id: request dict}
               timeout: float | None) -> list: # [(node, reply)]
     """Send one request per node; each reply with the node it answers: its (authenticated) sender, or, for an error
@@ -37,6 +39,7 @@ def _exchange(grid: Grid, requests: dict, # {node id: request dict}
     return [(sent[r.metadata.reply_to_message_id] if r.has_error() and r.metadata.src_node_id == SUPERLINK_NODE_ID
              and r.metadata.reply_to_message_id in sent else r.metadata.src_node_id, r) for r in reps]
 
+# %% ../../nbs/10d_federation_server.ipynb #f36774e9
 def _failure(k: int, node: int, rep: Message) -> str:
     "Why an error reply came: the agent's node is offline (the SuperLink's error), or the agent refused or failed."
     if rep.error.code == ErrorCode.NODE_UNAVAILABLE:
@@ -228,35 +231,39 @@ class _Server:
         self.res.events.append(msg)
         _log.log(level, msg)
 
-    def exchange(self, contents: dict, # {agent: RecordDict}
-                 mtype: str, stage: str, timeout: float | None = None) -> dict: # {agent: RecordDict} of the answers
-        msgs = {k: Message(c, dst_node_id=self.node[k], message_type=mtype) for k, c in contents.items()}
-        out, failed = {}, set()
-        for rep in self.grid.send_and_receive(list(msgs.values()), timeout=self.timeout if timeout is None else timeout):
-            k = self.agent_of.get(rep.metadata.src_node_id)
-            if k is None or k not in msgs or k in out or k in failed:
-                self.event(f"{stage}: ignored a reply from node {rep.metadata.src_node_id} (not asked, or twice)"); continue
-            if rep.has_error():
-                self.why[k] = f"{stage}: agent {k} (node {self.node[k]}) failed: {str(rep.error.reason)[:300]}"
-                self.event(self.why[k])
-                failed.add(k); continue
-            out[k] = rep.content
-        for k in sorted(set(msgs) - set(out) - failed):
-            self.why[k] = (f"{stage}: agent {k} (node {self.node[k]}) did not answer within "
-                           f"{self.timeout if timeout is None else timeout} s")
+# %% ../../nbs/10d_federation_server.ipynb #774913f2
+@patch
+def exchange(self: _Server, contents: dict, # {agent: RecordDict}
+             mtype: str, stage: str, timeout: float | None = None) -> dict: # {agent: RecordDict} of the answers
+    msgs = {k: Message(c, dst_node_id=self.node[k], message_type=mtype) for k, c in contents.items()}
+    out, failed = {}, set()
+    for rep in self.grid.send_and_receive(list(msgs.values()), timeout=self.timeout if timeout is None else timeout):
+        k = self.agent_of.get(rep.metadata.src_node_id)
+        if k is None or k not in msgs or k in out or k in failed:
+            self.event(f"{stage}: ignored a reply from node {rep.metadata.src_node_id} (not asked, or twice)"); continue
+        if rep.has_error():
+            self.why[k] = f"{stage}: agent {k} (node {self.node[k]}) failed: {str(rep.error.reason)[:300]}"
             self.event(self.why[k])
-        return out
+            failed.add(k); continue
+        out[k] = rep.content
+    for k in sorted(set(msgs) - set(out) - failed):
+        self.why[k] = (f"{stage}: agent {k} (node {self.node[k]}) did not answer within "
+                       f"{self.timeout if timeout is None else timeout} s")
+        self.event(self.why[k])
+    return out
 
-    def parse(self, got: dict, stage: str, fn) -> dict:
-        "Apply `fn(agent, content)` to each answer; an answer that fails validation counts as a dropout (logged)."
-        out = {}
-        for k, c in got.items():
-            try:
-                out[k] = fn(k, c)
-            except INVALID as e:
-                self.why[k] = f"{stage}: agent {k} sent an invalid answer, left out: {type(e).__name__}: {e}"
-                self.event(self.why[k])
-        return out
+# %% ../../nbs/10d_federation_server.ipynb #4c3103c9
+@patch
+def parse(self: _Server, got: dict, stage: str, fn) -> dict:
+    "Apply `fn(agent, content)` to each answer; an answer that fails validation counts as a dropout (logged)."
+    out = {}
+    for k, c in got.items():
+        try:
+            out[k] = fn(k, c)
+        except INVALID as e:
+            self.why[k] = f"{stage}: agent {k} sent an invalid answer, left out: {type(e).__name__}: {e}"
+            self.event(self.why[k])
+    return out
 
 # %% ../../nbs/10d_federation_server.ipynb #607b8402
 def ask_each(grid: Grid, requests: dict, # {agent: request dict}
@@ -299,6 +306,7 @@ def _online(grid: Grid, nodes: list, timeout: float, events: list) -> list:
             _log.warning(events[-1])
     return [k for k, n in enumerate(nodes) if n in have]
 
+# %% ../../nbs/10d_federation_server.ipynb #d92e7a8a
 def _need_agent_0(S, events: list) -> None:
     "RuntimeError, with the log's last word on agent 0, unless the test agent is among `S`."
     if 0 not in S:
@@ -385,6 +393,7 @@ def _need_test_agent(srv: _Server, S, stage: str) -> None:
         raise RuntimeError(f"{stage}: the test agent (agent 0) did not answer, and calibration needs it: "
                            f"{srv.why.get(0, 'no reply')}")
 
+# %% ../../nbs/10d_federation_server.ipynb #1c420155
 def _test_weights(srv: _Server, cal: list, m: int) -> np.ndarray:
     "The test agent's (m, len(cal)) test weights of the agents `cal`: > 0, column 0 ones (its own)."
     got = srv.exchange({0: _pipe({"type": "Request", "stage": "test-weights", "agents": cal})}, MessageType.QUERY,
@@ -399,6 +408,7 @@ def _test_weights(srv: _Server, cal: list, m: int) -> np.ndarray:
     _need_test_agent(srv, got, "test weights")
     return got[0]
 
+# %% ../../nbs/10d_federation_server.ipynb #4b90d95a
 def _level_round(srv: _Server, model_for, # agents -> (estimator, level, request of agent k, check of agent k's reply to that request)
                  S: list, stage: str) -> tuple:
     """Ask the agents `S` for their messages at the level Procedure 1 chose over them; an agent that does not answer
@@ -435,6 +445,7 @@ def _estimator_for(method: str, alpha: float, delta, est_kw: dict, summ: dict, t
                 lambda k, c, req: check_oneshot(unpack(c, who(k), req)[0], who(k), summ[k], level, sr))
     return model_for
 
+# %% ../../nbs/10d_federation_server.ipynb #42080274
 def _prediction(n: int): # the test agent's test points
     "The check of the test agent's prediction summary (`_Server.parse`)."
     def check(k, c):
