@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, fields
 import numpy as np
+from fastcore.basics import patch
 from .quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles, sorted_weighted_quantile, WQ_TOL
 from .procedure import select_quantiles, QuantileChoice, SELECT_RULES, infinite_cells, choose_cells
 from ._validate import check_unit_open, check_tail_mass, check_weights, add_param_docs
@@ -46,31 +47,32 @@ class _Wire:
             else: out[f.name] = _enc(v, f.name)
         return out
 
-    @classmethod
-    def from_dict(cls, d: dict):
-        "Decode `to_dict()`'s output; refuses another type, another protocol version, missing or extra fields."
-        if not isinstance(d, dict) or d.get("type") != cls.__name__:
-            got = d.get("type") if isinstance(d, dict) else type(d).__name__
-            raise ValueError(f"`d` is not a {cls.__name__} message (type {got!r}).")
-        if d.get("version") != PROTOCOL_VERSION:
-            raise ValueError(f"`d` speaks protocol version {d.get('version')!r}, this pfwcp_nb speaks version "
-                             f"{PROTOCOL_VERSION}: install the same pfwcp_nb release on the server and every agent.")
-        names = [f.name for f in fields(cls)]
-        if set(d) - {"type", "version"} != set(names):
-            raise ValueError(f"`d` has fields {sorted(set(d) - {'type', 'version'})}; {cls.__name__} needs {sorted(names)}.")
-        kw = {}
-        for f in fields(cls):
-            v = d[f.name]
-            if f.type == "np.ndarray":
-                if not isinstance(v, list):
-                    raise ValueError(f"message field `{f.name}` must be a list, got {type(v).__name__}.")
-                kw[f.name] = np.array([_dec(x, f.name) for x in v], dtype=float)
-            elif f.type == "int":
-                if isinstance(v, bool) or not isinstance(v, int):
-                    raise ValueError(f"message field `{f.name}` must be an integer, got {v!r}.")
-                kw[f.name] = v
-            else: kw[f.name] = _dec(v, f.name)
-        return cls(**kw)
+# %% ../nbs/02b_pfwcp.ipynb #293ad490
+@patch(cls_method=True)
+def from_dict(cls: _Wire, d: dict):
+    "Decode `to_dict()`'s output; refuses another type, another protocol version, missing or extra fields."
+    if not isinstance(d, dict) or d.get("type") != cls.__name__:
+        got = d.get("type") if isinstance(d, dict) else type(d).__name__
+        raise ValueError(f"`d` is not a {cls.__name__} message (type {got!r}).")
+    if d.get("version") != PROTOCOL_VERSION:
+        raise ValueError(f"`d` speaks protocol version {d.get('version')!r}, this pfwcp_nb speaks version "
+                         f"{PROTOCOL_VERSION}: install the same pfwcp_nb release on the server and every agent.")
+    names = [f.name for f in fields(cls)]
+    if set(d) - {"type", "version"} != set(names):
+        raise ValueError(f"`d` has fields {sorted(set(d) - {'type', 'version'})}; {cls.__name__} needs {sorted(names)}.")
+    kw = {}
+    for f in fields(cls):
+        v = d[f.name]
+        if f.type == "np.ndarray":
+            if not isinstance(v, list):
+                raise ValueError(f"message field `{f.name}` must be a list, got {type(v).__name__}.")
+            kw[f.name] = np.array([_dec(x, f.name) for x in v], dtype=float)
+        elif f.type == "int":
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"message field `{f.name}` must be an integer, got {v!r}.")
+            kw[f.name] = v
+        else: kw[f.name] = _dec(v, f.name)
+    return cls(**kw)
 
 # %% ../nbs/02b_pfwcp.ipynb #7715cfa0
 @dataclass(frozen=True)
@@ -136,25 +138,31 @@ class AgentCalibration:
         self._scores, self._weights = s[order], w[order]
         self._summary = AgentSummary(n_eff=effective_sample_size(w), weight_total=float(w.sum()), n=int(s.size))
 
-    def summary(self) -> AgentSummary:
-        "Calibration-time summary (n_eff, weight total, n)."
-        return self._summary
+# %% ../nbs/02b_pfwcp.ipynb #2c3203b9
+@patch
+def __repr__(self: AgentCalibration):
+    return f"AgentCalibration(n={self._summary.n}, n_eff={self._summary.n_eff:.1f})"
 
-    def message(self,
-                beta: float, # local level: the mass above the local quantile, in (0, 1) (Q^k at level 1 - beta)
-                test_weights, # omega^k(X) for m test points: scalar or (m,)
-                gamma: float = 1.0, # band factor >= 1 of the weights (`band_quantile`); 1: the weights as they are
-               ) -> AgentMessage:
-        "Local quantiles Q^k_beta for a batch of test points (the +inf atom carries the test weight; `gamma` > 1: the band's worst case)."
-        beta = check_unit_open(beta, "beta")
-        tw = np.atleast_1d(np.asarray(test_weights, dtype=float))
-        if tw.ndim != 1:
-            raise ValueError(f"`test_weights` must be a scalar or 1-D (m,), got shape {tw.shape}.")
-        q = band_quantile(self._scores, self._weights, alpha=beta, gamma=gamma, inf_weight=tw)
-        return AgentMessage(quantiles=np.atleast_1d(q), beta=beta)
+# %% ../nbs/02b_pfwcp.ipynb #61aeb5ed
+@patch
+def summary(self: AgentCalibration) -> AgentSummary:
+    "Calibration-time summary (n_eff, weight total, n)."
+    return self._summary
 
-    def __repr__(self):
-        return f"AgentCalibration(n={self._summary.n}, n_eff={self._summary.n_eff:.1f})"
+# %% ../nbs/02b_pfwcp.ipynb #c2d232b2
+@patch
+def message(self: AgentCalibration,
+            beta: float, # local level: the mass above the local quantile, in (0, 1) (Q^k at level 1 - beta)
+            test_weights, # omega^k(X) for m test points: scalar or (m,)
+            gamma: float = 1.0, # band factor >= 1 of the weights (`band_quantile`); 1: the weights as they are
+           ) -> AgentMessage:
+    "Local quantiles Q^k_beta for a batch of test points (the +inf atom carries the test weight; `gamma` > 1: the band's worst case)."
+    beta = check_unit_open(beta, "beta")
+    tw = np.atleast_1d(np.asarray(test_weights, dtype=float))
+    if tw.ndim != 1:
+        raise ValueError(f"`test_weights` must be a scalar or 1-D (m,), got shape {tw.shape}.")
+    q = band_quantile(self._scores, self._weights, alpha=beta, gamma=gamma, inf_weight=tw)
+    return AgentMessage(quantiles=np.atleast_1d(q), beta=beta)
 
 # %% ../nbs/02b_pfwcp.ipynb #12ddbb81
 def aggregate(messages, # one AgentMessage per agent, all for the same m test points
@@ -218,27 +226,31 @@ class _ThresholdPredictor:
     "Prediction sets from `self.threshold(test_weights)`."
     def threshold(self, test_weights) -> np.ndarray: raise NotImplementedError
 
-    def predict_interval(self,
-                         y_pred, # point predictions f(X) (m,)
-                         test_weights, # (m, K) or list of K arrays (m,)
-                        ) -> tuple[np.ndarray, np.ndarray]: # lower, upper (m,); +-inf when the threshold is +inf
-        "Regression set {y : |y - f(X)| <= Q(X)} = [f(X) - Q, f(X) + Q]."
-        y = np.atleast_1d(np.asarray(y_pred, dtype=float))
-        q = self.threshold(test_weights)
-        if y.shape != q.shape:
-            raise ValueError(f"`y_pred` has shape {y.shape} but `test_weights` describe {q.size} test points.")
-        return y - q, y + q
+# %% ../nbs/02b_pfwcp.ipynb #976c41b6
+@patch
+def predict_interval(self: _ThresholdPredictor,
+                     y_pred, # point predictions f(X) (m,)
+                     test_weights, # (m, K) or list of K arrays (m,)
+                    ) -> tuple[np.ndarray, np.ndarray]: # lower, upper (m,); +-inf when the threshold is +inf
+    "Regression set {y : |y - f(X)| <= Q(X)} = [f(X) - Q, f(X) + Q]."
+    y = np.atleast_1d(np.asarray(y_pred, dtype=float))
+    q = self.threshold(test_weights)
+    if y.shape != q.shape:
+        raise ValueError(f"`y_pred` has shape {y.shape} but `test_weights` describe {q.size} test points.")
+    return y - q, y + q
 
-    def predict_set(self,
-                    probs, # class probabilities (m, C)
-                    test_weights, # (m, K) or list of K arrays (m,)
-                   ) -> np.ndarray: # bool (m, C)
-        "Classification set {y : 1 - p_y(X) <= Q(X)}."
-        p = np.asarray(probs, dtype=float)
-        q = self.threshold(test_weights)
-        if p.ndim != 2 or p.shape[0] != q.size:
-            raise ValueError(f"`probs` must have shape (m={q.size}, C), got {p.shape}.")
-        return (1.0 - p) <= q[:, None]
+# %% ../nbs/02b_pfwcp.ipynb #7726f97f
+@patch
+def predict_set(self: _ThresholdPredictor,
+                probs, # class probabilities (m, C)
+                test_weights, # (m, K) or list of K arrays (m,)
+               ) -> np.ndarray: # bool (m, C)
+    "Classification set {y : 1 - p_y(X) <= Q(X)}."
+    p = np.asarray(probs, dtype=float)
+    q = self.threshold(test_weights)
+    if p.ndim != 2 or p.shape[0] != q.size:
+        raise ValueError(f"`probs` must have shape (m={q.size}, C), got {p.shape}.")
+    return (1.0 - p) <= q[:, None]
 
 # %% ../nbs/02b_pfwcp.ipynb #b7ce11a1
 def _thresholds_by_cell(agents, # AgentCalibration objects (K)
@@ -277,20 +289,6 @@ class InfiniteThresholdWarning(UserWarning):
 # %% ../nbs/02b_pfwcp.ipynb #2b4948bc
 class _CellRules(_ThresholdPredictor):
     "The `select` rules of PFWCP: which grid cell each test point uses, and its thresholds."
-    def _cell_index(self, test_weights) -> tuple:
-        "Test weights (m, K) and the grid row and column used at each test point, from the weights alone."
-        if self.choice_ is None:
-            raise ValueError("call `calibrate(agents)` before predicting.")
-        tw = _as_test_weights(test_weights, len(self.summaries_), own_column=True)
-        inf = infinite_cells([s.weight_total for s in self.summaries_], tw * self.gammas_ ** 2, self.agg_weights_,
-                             *self.choice_.grid)        # the band: local +inf as if the test weight were gamma^2 larger
-        return (tw, *choose_cells(self.choice_, inf, self.select))
-
-    def cells(self, test_weights) -> tuple[np.ndarray, np.ndarray]: # beta and tau used at each test point (m,)
-        "Server side: the levels each test point uses under `select` (summaries and test weights only, no score)."
-        _, r, t = self._cell_index(test_weights)
-        return self.choice_.grid[0][r], self.choice_.grid[1][t]
-
     def threshold(self,
                   test_weights, # (m, K): column k = agent k's density ratio omega^k(X_j) at the m test points; column 0 all ones
                  ) -> np.ndarray: # thresholds Q(X_j) (m,), +inf where the set is everything
@@ -342,53 +340,79 @@ class PFWCP(_CellRules):
         self.choice_: QuantileChoice | None = None      # Procedure 1's choice, set by `calibrate`
         self.n_infinite_: int | None = None             # +inf thresholds of the last `threshold` call
 
-    def calibrate(self,
-                  agents, # AgentCalibration objects (in process) or their AgentSummary (server side); agent 0 = test agent
-                 ) -> "PFWCP":
-        "Collect the agents' summaries and choose (beta*, tau*) with Procedure 1."
-        agents = _check_agents(agents, (AgentCalibration, AgentSummary))
-        in_process = isinstance(agents[0], AgentCalibration)
-        self._agents = agents if in_process else None        # None: the scores live with remote agents
-        self.summaries_ = [a.summary() for a in agents] if in_process else agents
-        n_eff = np.array([s.n_eff for s in self.summaries_])
-        self.choice_: QuantileChoice = select_quantiles(
-            n_eff, self.alpha, self.delta, engine=self.engine, n_rep=self.n_rep, grid=self.grid,
-            agg_weights=self.agg_weights, seed=self.seed)
-        self.beta_, self.tau_, self.agg_weights_ = self.choice_.beta, self.choice_.tau, self.choice_.agg_weights
-        self.gammas_ = np.r_[1.0, np.full(len(self.summaries_) - 1, self.gamma)]   # agent 0's weights are exact ones
-        return self
+# %% ../nbs/02b_pfwcp.ipynb #1b7fea34
+@patch
+def __repr__(self: PFWCP):
+    s = (f"PFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, select={self.select!r}"
+         + (f", gamma={self.gamma:g})" if self.gamma != 1.0 else ")"))
+    return s + (f" calibrated: beta*={self.beta_:.4f}, tau*={self.tau_:.4f}" if self.choice_ is not None else "")
 
-    def messages(self, test_weights) -> list:
-        "What the agents send for a batch of test points (one AgentMessage each, at beta*; rule 'paper')."
-        if self.choice_ is None:
-            raise ValueError("call `calibrate(agents)` before predicting.")
-        if self._agents is None:
-            raise ValueError("calibrated from summaries: the scores live with the agents. Send each agent `beta_` and "
-                             "its column of test weights (and `gammas_[k]`), and pass their AgentMessages to `combine`.")
-        tw = _as_test_weights(test_weights, len(self._agents), own_column=True)
-        return [a.message(self.beta_, tw[:, k], self.gammas_[k]) for k, a in enumerate(self._agents)]
+# %% ../nbs/02b_pfwcp.ipynb #a098a87f
+@patch
+def calibrate(self: PFWCP,
+              agents, # AgentCalibration objects (in process) or their AgentSummary (server side); agent 0 = test agent
+             ) -> "PFWCP":
+    "Collect the agents' summaries and choose (beta*, tau*) with Procedure 1."
+    agents = _check_agents(agents, (AgentCalibration, AgentSummary))
+    in_process = isinstance(agents[0], AgentCalibration)
+    self._agents = agents if in_process else None        # None: the scores live with remote agents
+    self.summaries_ = [a.summary() for a in agents] if in_process else agents
+    n_eff = np.array([s.n_eff for s in self.summaries_])
+    self.choice_: QuantileChoice = select_quantiles(
+        n_eff, self.alpha, self.delta, engine=self.engine, n_rep=self.n_rep, grid=self.grid,
+        agg_weights=self.agg_weights, seed=self.seed)
+    self.beta_, self.tau_, self.agg_weights_ = self.choice_.beta, self.choice_.tau, self.choice_.agg_weights
+    self.gammas_ = np.r_[1.0, np.full(len(self.summaries_) - 1, self.gamma)]   # agent 0's weights are exact ones
+    return self
 
-    def combine(self,
-                messages, # one AgentMessage per agent (agent order of `calibrate`), all at level `beta_`
-               ) -> np.ndarray: # thresholds (m,)
-        "Server side: aggregate the agents' AgentMessages at (beta*, tau*) (rule 'paper')."
-        if self.choice_ is None:
-            raise ValueError("call `calibrate(...)` before combining messages.")
-        if self.select != "paper":
-            raise ValueError(f"`combine` aggregates at one cell (select='paper'); with select={self.select!r} use "
-                             "`cells(test_weights)` to give each test point its levels, or `threshold` in process.")
-        messages = _check_agents(messages, (AgentMessage,))
-        if len(messages) != len(self.summaries_):
-            raise ValueError(f"`messages`: got {len(messages)}, need one per agent (K={len(self.summaries_)}).")
-        if any(m.beta != self.beta_ for m in messages):
-            raise ValueError(f"`messages` were computed at levels {sorted({m.beta for m in messages})}, not at "
-                             f"beta*={self.beta_}: ask the agents for `message(beta_, ...)`.")
-        return aggregate(messages, self.agg_weights_, self.tau_)
+# %% ../nbs/02b_pfwcp.ipynb #7b8b5ca0
+@patch
+def messages(self: PFWCP, test_weights) -> list:
+    "What the agents send for a batch of test points (one AgentMessage each, at beta*; rule 'paper')."
+    if self.choice_ is None:
+        raise ValueError("call `calibrate(agents)` before predicting.")
+    if self._agents is None:
+        raise ValueError("calibrated from summaries: the scores live with the agents. Send each agent `beta_` and "
+                         "its column of test weights (and `gammas_[k]`), and pass their AgentMessages to `combine`.")
+    tw = _as_test_weights(test_weights, len(self._agents), own_column=True)
+    return [a.message(self.beta_, tw[:, k], self.gammas_[k]) for k, a in enumerate(self._agents)]
 
-    def __repr__(self):
-        s = (f"PFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, select={self.select!r}"
-             + (f", gamma={self.gamma:g})" if self.gamma != 1.0 else ")"))
-        return s + (f" calibrated: beta*={self.beta_:.4f}, tau*={self.tau_:.4f}" if self.choice_ is not None else "")
+# %% ../nbs/02b_pfwcp.ipynb #59b9714b
+@patch
+def combine(self: PFWCP,
+            messages, # one AgentMessage per agent (agent order of `calibrate`), all at level `beta_`
+           ) -> np.ndarray: # thresholds (m,)
+    "Server side: aggregate the agents' AgentMessages at (beta*, tau*) (rule 'paper')."
+    if self.choice_ is None:
+        raise ValueError("call `calibrate(...)` before combining messages.")
+    if self.select != "paper":
+        raise ValueError(f"`combine` aggregates at one cell (select='paper'); with select={self.select!r} use "
+                         "`cells(test_weights)` to give each test point its levels, or `threshold` in process.")
+    messages = _check_agents(messages, (AgentMessage,))
+    if len(messages) != len(self.summaries_):
+        raise ValueError(f"`messages`: got {len(messages)}, need one per agent (K={len(self.summaries_)}).")
+    if any(m.beta != self.beta_ for m in messages):
+        raise ValueError(f"`messages` were computed at levels {sorted({m.beta for m in messages})}, not at "
+                         f"beta*={self.beta_}: ask the agents for `message(beta_, ...)`.")
+    return aggregate(messages, self.agg_weights_, self.tau_)
+
+# %% ../nbs/02b_pfwcp.ipynb #576b94e4
+@patch
+def _cell_index(self: _CellRules, test_weights) -> tuple:
+    "Test weights (m, K) and the grid row and column used at each test point, from the weights alone."
+    if self.choice_ is None:
+        raise ValueError("call `calibrate(agents)` before predicting.")
+    tw = _as_test_weights(test_weights, len(self.summaries_), own_column=True)
+    inf = infinite_cells([s.weight_total for s in self.summaries_], tw * self.gammas_ ** 2, self.agg_weights_,
+                         *self.choice_.grid)        # the band: local +inf as if the test weight were gamma^2 larger
+    return (tw, *choose_cells(self.choice_, inf, self.select))
+
+# %% ../nbs/02b_pfwcp.ipynb #7ea036c7
+@patch
+def cells(self: _CellRules, test_weights) -> tuple[np.ndarray, np.ndarray]: # beta and tau used at each test point (m,)
+    "Server side: the levels each test point uses under `select` (summaries and test weights only, no score)."
+    _, r, t = self._cell_index(test_weights)
+    return self.choice_.grid[0][r], self.choice_.grid[1][t]
 
 # %% ../nbs/02b_pfwcp.ipynb #c43cc08c
 add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)
