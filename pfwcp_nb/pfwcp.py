@@ -47,7 +47,7 @@ class _Wire:
             else: out[f.name] = _enc(v, f.name)
         return out
 
-# %% ../nbs/02b_pfwcp.ipynb #293ad490
+# %% ../nbs/02b_pfwcp.ipynb #fedd5f90
 @patch(cls_method=True)
 def from_dict(cls: _Wire, d: dict):
     "Decode `to_dict()`'s output; refuses another type, another protocol version, missing or extra fields."
@@ -138,18 +138,16 @@ class AgentCalibration:
         self._scores, self._weights = s[order], w[order]
         self._summary = AgentSummary(n_eff=effective_sample_size(w), weight_total=float(w.sum()), n=int(s.size))
 
-# %% ../nbs/02b_pfwcp.ipynb #2c3203b9
-@patch
-def __repr__(self: AgentCalibration):
-    return f"AgentCalibration(n={self._summary.n}, n_eff={self._summary.n_eff:.1f})"
+    def __repr__(self):
+        return f"AgentCalibration(n={self._summary.n}, n_eff={self._summary.n_eff:.1f})"
 
-# %% ../nbs/02b_pfwcp.ipynb #61aeb5ed
+# %% ../nbs/02b_pfwcp.ipynb #ec542d04
 @patch
 def summary(self: AgentCalibration) -> AgentSummary:
     "Calibration-time summary (n_eff, weight total, n)."
     return self._summary
 
-# %% ../nbs/02b_pfwcp.ipynb #c2d232b2
+# %% ../nbs/02b_pfwcp.ipynb #8bab8d3d
 @patch
 def message(self: AgentCalibration,
             beta: float, # local level: the mass above the local quantile, in (0, 1) (Q^k at level 1 - beta)
@@ -226,7 +224,7 @@ class _ThresholdPredictor:
     "Prediction sets from `self.threshold(test_weights)`."
     def threshold(self, test_weights) -> np.ndarray: raise NotImplementedError
 
-# %% ../nbs/02b_pfwcp.ipynb #976c41b6
+# %% ../nbs/02b_pfwcp.ipynb #3af7f8e8
 @patch
 def predict_interval(self: _ThresholdPredictor,
                      y_pred, # point predictions f(X) (m,)
@@ -239,7 +237,7 @@ def predict_interval(self: _ThresholdPredictor,
         raise ValueError(f"`y_pred` has shape {y.shape} but `test_weights` describe {q.size} test points.")
     return y - q, y + q
 
-# %% ../nbs/02b_pfwcp.ipynb #7726f97f
+# %% ../nbs/02b_pfwcp.ipynb #a8968654
 @patch
 def predict_set(self: _ThresholdPredictor,
                 probs, # class probabilities (m, C)
@@ -340,14 +338,12 @@ class PFWCP(_CellRules):
         self.choice_: QuantileChoice | None = None      # Procedure 1's choice, set by `calibrate`
         self.n_infinite_: int | None = None             # +inf thresholds of the last `threshold` call
 
-# %% ../nbs/02b_pfwcp.ipynb #1b7fea34
-@patch
-def __repr__(self: PFWCP):
-    s = (f"PFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, select={self.select!r}"
-         + (f", gamma={self.gamma:g})" if self.gamma != 1.0 else ")"))
-    return s + (f" calibrated: beta*={self.beta_:.4f}, tau*={self.tau_:.4f}" if self.choice_ is not None else "")
+    def __repr__(self):
+        s = (f"PFWCP(alpha={self.alpha}, delta={self.delta}, engine={self.engine!r}, select={self.select!r}"
+             + (f", gamma={self.gamma:g})" if self.gamma != 1.0 else ")"))
+        return s + (f" calibrated: beta*={self.beta_:.4f}, tau*={self.tau_:.4f}" if self.choice_ is not None else "")
 
-# %% ../nbs/02b_pfwcp.ipynb #a098a87f
+# %% ../nbs/02b_pfwcp.ipynb #0ba08cdc
 @patch
 def calibrate(self: PFWCP,
               agents, # AgentCalibration objects (in process) or their AgentSummary (server side); agent 0 = test agent
@@ -365,7 +361,7 @@ def calibrate(self: PFWCP,
     self.gammas_ = np.r_[1.0, np.full(len(self.summaries_) - 1, self.gamma)]   # agent 0's weights are exact ones
     return self
 
-# %% ../nbs/02b_pfwcp.ipynb #7b8b5ca0
+# %% ../nbs/02b_pfwcp.ipynb #b2cddff6
 @patch
 def messages(self: PFWCP, test_weights) -> list:
     "What the agents send for a batch of test points (one AgentMessage each, at beta*; rule 'paper')."
@@ -377,7 +373,7 @@ def messages(self: PFWCP, test_weights) -> list:
     tw = _as_test_weights(test_weights, len(self._agents), own_column=True)
     return [a.message(self.beta_, tw[:, k], self.gammas_[k]) for k, a in enumerate(self._agents)]
 
-# %% ../nbs/02b_pfwcp.ipynb #59b9714b
+# %% ../nbs/02b_pfwcp.ipynb #d9a37dfe
 @patch
 def combine(self: PFWCP,
             messages, # one AgentMessage per agent (agent order of `calibrate`), all at level `beta_`
@@ -396,7 +392,7 @@ def combine(self: PFWCP,
                          f"beta*={self.beta_}: ask the agents for `message(beta_, ...)`.")
     return aggregate(messages, self.agg_weights_, self.tau_)
 
-# %% ../nbs/02b_pfwcp.ipynb #576b94e4
+# %% ../nbs/02b_pfwcp.ipynb #06c3d433
 @patch
 def _cell_index(self: _CellRules, test_weights) -> tuple:
     "Test weights (m, K) and the grid row and column used at each test point, from the weights alone."
@@ -407,7 +403,7 @@ def _cell_index(self: _CellRules, test_weights) -> tuple:
                          *self.choice_.grid)        # the band: local +inf as if the test weight were gamma^2 larger
     return (tw, *choose_cells(self.choice_, inf, self.select))
 
-# %% ../nbs/02b_pfwcp.ipynb #7ea036c7
+# %% ../nbs/02b_pfwcp.ipynb #84843aa2
 @patch
 def cells(self: _CellRules, test_weights) -> tuple[np.ndarray, np.ndarray]: # beta and tau used at each test point (m,)
     "Server side: the levels each test point uses under `select` (summaries and test weights only, no score)."

@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 import numpy as np
+from fastcore.basics import patch
 from scipy import optimize, stats
 from .quantiles import WQ_TOL
 from . import coverage
@@ -27,10 +28,11 @@ def paper_grid(alpha: float, # miscoverage level, in (0, 1/4)
                          "pass your own `grid=(betas, taus)`.")
     return np.linspace(alpha, 0.25, 22), np.arange(22) / 42
 
-# %% ../nbs/02_procedure.ipynb #0b096b95
+# %% ../nbs/02_procedure.ipynb #b194c7a1
 FEAS_TOL: float = 1e-8   # a cell is feasible when objective >= target - FEAS_TOL
 TIE_TOL: float = 1e-12   # objectives closer than this are ties
 
+# %% ../nbs/02_procedure.ipynb #0b096b95
 def select_cell(objective, # (R, T) objective on the grid
                 betas, # (R,) local levels of the rows
                 taus, # (T,) aggregate levels of the columns
@@ -89,17 +91,6 @@ class QuantileChoice:
     upper: np.ndarray | None = None  # engine "lattice": certified upper bounds (R, T); `objective` holds the lower ones
     units: int | None = None         # engine "lattice": the finest lattice used
 
-    @property
-    def width(self) -> float:
-        "Certified width (upper - lower) of the objective at the chosen cell: 0 for the exact engine, NaN for Monte Carlo."
-        if self.engine == "monte-carlo":
-            return float("nan")
-        if self.upper is None:
-            return 0.0
-        b, t = self.grid
-        i, j = np.searchsorted(b, self.beta), np.searchsorted(t, self.tau)
-        return float(self.upper[i, j] - self.objective[i, j])
-
     def __repr__(self):
         R, T = self.objective.shape
         what = "E[U]" if self.guarantee == "mc" else "P(U >= 1-alpha)"
@@ -107,6 +98,18 @@ class QuantileChoice:
               (f", {self.units} units, width {self.width:.1e}" if self.engine == "lattice" else "")
         return (f"QuantileChoice(beta={self.beta:.4f}, tau={self.tau:.4f}, {what}={self.value:.6f}, target={self.target:g}, "
                 f"feasible={self.feasible}, K={self.agg_weights.size}, grid {R}x{T}, engine {eng})")
+
+# %% ../nbs/02_procedure.ipynb #594aaccf
+@patch(as_prop=True)
+def width(self: QuantileChoice) -> float:
+    "Certified width (upper - lower) of the objective at the chosen cell: 0 for the exact engine, NaN for Monte Carlo."
+    if self.engine == "monte-carlo":
+        return float("nan")
+    if self.upper is None:
+        return 0.0
+    b, t = self.grid
+    i, j = np.searchsorted(b, self.beta), np.searchsorted(t, self.tau)
+    return float(self.upper[i, j] - self.objective[i, j])
 
 # %% ../nbs/02_procedure.ipynb #fa4fb6bc
 def _check_grid(grid) -> tuple[np.ndarray, np.ndarray]:
@@ -124,15 +127,18 @@ def _check_grid(grid) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"`grid`: taus must lie in [0, 1), got {taus[(taus < 0) | (taus >= 1) | np.isnan(taus)]}.")
     return betas, taus
 
-# %% ../nbs/02_procedure.ipynb #5e1ec7a0
+# %% ../nbs/02_procedure.ipynb #4056e6b7
 _EXACT_MEMO: dict = {}    # tables of the deterministic engines ("exact", "lattice") of the last few calls, by `_table_key`
 _EXACT_MEMO_SIZE = 32
 
+# %% ../nbs/02_procedure.ipynb #4b0b921e
 def _table_key(used, n, crit_alpha, betas, taus, w, target, max_units, tol) -> tuple:
     "All that determines a deterministic engine's table: the engine, its inputs and, for the lattice, units and tolerance."
     lattice = (coverage.LATTICE_UNITS, coverage.MAX_LATTICE_UNITS, max_units, tol) if used == "lattice" else None
     return (used, n.tobytes(), crit_alpha, betas.tobytes(), taus.tobytes(), w.tobytes(), target, lattice)
 
+# %% ../nbs/02_procedure.ipynb #5e1ec7a0
+# long cell: Procedure 1 in one pass: checks, engine by cost, the memo, the choice and its warning
 def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = test agent
                      alpha: float, # miscoverage level in (0, 1)
                      delta: float | None = None, # None -> marginal coverage; else CCC level in (0, 1)
@@ -186,9 +192,10 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
                           guarantee=guarantee, engine=used, objective=obj, grid=(betas, taus), target=target,
                           agg_weights=w, n_rep=n_rep if used == "monte-carlo" else None, upper=upper, units=units)
 
-# %% ../nbs/02_procedure.ipynb #1f1ee001
+# %% ../nbs/02_procedure.ipynb #61f8a103
 SELECT_RULES = ("paper", "finite-first", "fewest-infinite")   # cell selection rules of `choose_cells` / `PFWCP`
 
+# %% ../nbs/02_procedure.ipynb #1f1ee001
 def infinite_cells(weight_totals, # omega-bar^k = sum_i omega_i^k of each agent (K,), > 0
                    test_weights, # omega^k(X_j) (m, K), finite and >= 0
                    agg_weights, # aggregation weights w (K,); normalised inside
