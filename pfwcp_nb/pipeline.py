@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 import torch
+from fastcore.basics import patch
 
 from .methods import PAPER, CalibrationDraw
 from .baselines import fwcp_fields, localized_fields
@@ -58,6 +59,7 @@ def _train_localizer(fed, predictor, ratios, n_eng: int, seed: int, lkw: dict, p
                         **lkw)
 
 # %% ../nbs/08c_pipeline.ipynb #d545b532
+# long cell: one setup's four trainings (predictor, ratios, FWCP, localizer) with their timings and the reuse of `base`
 def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                 heterogeneity: str = "severe", # "severe", "moderate" or "mild"
                 *,
@@ -319,27 +321,29 @@ class FrozenNoiseSampler:
         self.y_mean, self.y_std = (float(f64(eng.y_mean)[0]), float(f64(eng.y_std)[0])) if std else (0.0, 1.0)
         self.features, self.n_samples, self.batch = loc.sampler.features, M, int(batch)
 
-    def sorted_samples(self, X, rng=None) -> np.ndarray:
-        "(n, M) sorted score samples at the rows of X (`rng` is unused: the noise is fixed)."
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2:
-            raise ValueError(f"`X` must be 2-D (n, d), got shape {X.shape}.")
-        Xs = ((np.asarray(self.features(X), dtype=float) if self.features is not None else X) - self.x_mean) / self.x_std
-        Xs = Xs.astype(np.float32)
-        M = self.n_samples
-        out = np.empty((len(X), M))
-        (A1, off1), rest = self.layers[0], self.layers[1:]
-        for i in range(0, len(X), self.batch):
-            H = (Xs[i:i + self.batch] @ A1)[:, None, :] + off1                # (b, M, h)
+# %% ../nbs/08c_pipeline.ipynb #466b320a
+@patch
+def sorted_samples(self: FrozenNoiseSampler, X, rng=None) -> np.ndarray:
+    "(n, M) sorted score samples at the rows of X (`rng` is unused: the noise is fixed)."
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"`X` must be 2-D (n, d), got shape {X.shape}.")
+    Xs = ((np.asarray(self.features(X), dtype=float) if self.features is not None else X) - self.x_mean) / self.x_std
+    Xs = Xs.astype(np.float32)
+    M = self.n_samples
+    out = np.empty((len(X), M))
+    (A1, off1), rest = self.layers[0], self.layers[1:]
+    for i in range(0, len(X), self.batch):
+        H = (Xs[i:i + self.batch] @ A1)[:, None, :] + off1                # (b, M, h)
+        np.maximum(H, 0.0, out=H)
+        for A, off in rest:                                               # one product over all (point, sample)
+            H = (H.reshape(-1, A.shape[0]) @ A).reshape(-1, M, A.shape[1])
+            H += off
             np.maximum(H, 0.0, out=H)
-            for A, off in rest:                                               # one product over all (point, sample)
-                H = (H.reshape(-1, A.shape[0]) @ A).reshape(-1, M, A.shape[1])
-                H += off
-                np.maximum(H, 0.0, out=H)
-            out[i:i + self.batch] = (H.reshape(-1, H.shape[-1]) @ self.w_out).reshape(-1, M)
-        out = (out + self.b_out) * self.y_std + self.y_mean
-        out.sort(axis=1)
-        return out
+        out[i:i + self.batch] = (H.reshape(-1, H.shape[-1]) @ self.w_out).reshape(-1, M)
+    out = (out + self.b_out) * self.y_std + self.y_mean
+    out.sort(axis=1)
+    return out
 
 # %% ../nbs/08c_pipeline.ipynb #c4954662
 def frozen_localizer(setup: TrainedSetup, # the trained models (with an engression localizer)
