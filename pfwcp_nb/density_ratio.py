@@ -356,6 +356,7 @@ def _cross_fit(
     return float(grid[best]), rows[best]["temperature"], pd.DataFrame(rows)
 
 # %% ../nbs/06_density_ratio.ipynb #2fe343fa
+# long cell: the one entry point of the three estimators: checks, features, the optional federated CV, the training
 HPARAMS: tuple[str, ...] = ("calibrated", "paper")
 
 def fit_density_ratios(
@@ -456,6 +457,7 @@ def _fwcp_cross_fit(F_, grid, folds, seed, **mlp_kw) -> tuple[float, float, pd.D
     return float(grid[best]), rows[best]["temperature"], pd.DataFrame(rows)
 
 # %% ../nbs/06_density_ratio.ipynb #e9b2eb63
+# long cell: FWCP's estimator: checks, features, the optional CV of alpha, one MLP fit
 def fit_fwcp_ratio(
     train_X: list[np.ndarray],    # K covariate arrays, agent 1 first
     *,
@@ -591,6 +593,7 @@ def _candidate_reports(F_of: dict, cands: Sequence[RatioCandidate], folds: int, 
     return held
 
 # %% ../nbs/06_density_ratio.ipynb #cf4f31a0
+# long cell: the selection in one pass: checks, candidate features, federated cross-fitting, the refit
 def fit_selected_ratios(
     train_X: list[np.ndarray],    # K covariate arrays (n_k, d), agent 1 (the test agent) first
     *,
