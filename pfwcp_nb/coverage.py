@@ -6,6 +6,7 @@
 from __future__ import annotations
 import warnings
 import numpy as np
+from fastcore.basics import patch
 from scipy import special
 from .quantiles import WQ_TOL
 from ._validate import check_n_eff, check_agg_weights, check_unit_open, check_engine, check_pos_int
@@ -78,32 +79,38 @@ class SubsetSums:
             out = np.concatenate([out * (1.0 - pj), out * pj], axis=-1)
         return out
 
-    def prob(self, p, chunk: int = 2**22) -> np.ndarray:
-        "P(sum_k w_k B_k >= level) for p (..., K) -> (..., T)."
-        p = np.asarray(p, dtype=float)
-        lead = p.shape[:-1]
-        p = p.reshape(-1, self.K)
-        T = self.start.shape[0]
-        out = np.empty((p.shape[0], T))
-        nA, nB = 2 ** self.hA, 2 ** (self.K - self.hA)
-        step = max(1, chunk // (nA * T + nA + nB))
-        for i in range(0, p.shape[0], step):
-            piA, tail = self.tables(p[i:i + step])
-            gathered = tail[:, self.start.ravel()].reshape(piA.shape[0], T, -1)             # (n, T, 2^hA)
-            out[i:i + step] = (gathered * piA[:, None, :]).sum(-1)
-        return np.clip(out, 0.0, 1.0).reshape(lead + (T,))
+# %% ../nbs/01_coverage.ipynb #6bc8dc70
+@patch
+def tables(self: SubsetSums, p) -> tuple[np.ndarray, np.ndarray]:
+    "For p (n, K): subset probabilities of half A (n, 2^hA) and suffix sums of half B's, sorted by sum (n, 2^hB + 1)."
+    piA = self._subset_probs(p[:, :self.hA])
+    piB = self._subset_probs(p[:, self.hA:])[:, self.orderB]
+    tail = np.concatenate([np.cumsum(piB[:, ::-1], axis=1)[:, ::-1], np.zeros((p.shape[0], 1))], axis=1)
+    return piA, tail                                                   # tail[:, j] = sum of piB[:, j:]
 
-    def tables(self, p) -> tuple[np.ndarray, np.ndarray]:
-        "For p (n, K): subset probabilities of half A (n, 2^hA) and suffix sums of half B's, sorted by sum (n, 2^hB + 1)."
-        piA = self._subset_probs(p[:, :self.hA])
-        piB = self._subset_probs(p[:, self.hA:])[:, self.orderB]
-        tail = np.concatenate([np.cumsum(piB[:, ::-1], axis=1)[:, ::-1], np.zeros((p.shape[0], 1))], axis=1)
-        return piA, tail                                                   # tail[:, j] = sum of piB[:, j:]
+# %% ../nbs/01_coverage.ipynb #a5d7fb09
+@patch
+def prob(self: SubsetSums, p, chunk: int = 2**22) -> np.ndarray:
+    "P(sum_k w_k B_k >= level) for p (..., K) -> (..., T)."
+    p = np.asarray(p, dtype=float)
+    lead = p.shape[:-1]
+    p = p.reshape(-1, self.K)
+    T = self.start.shape[0]
+    out = np.empty((p.shape[0], T))
+    nA, nB = 2 ** self.hA, 2 ** (self.K - self.hA)
+    step = max(1, chunk // (nA * T + nA + nB))
+    for i in range(0, p.shape[0], step):
+        piA, tail = self.tables(p[i:i + step])
+        gathered = tail[:, self.start.ravel()].reshape(piA.shape[0], T, -1)             # (n, T, 2^hA)
+        out[i:i + step] = (gathered * piA[:, None, :]).sum(-1)
+    return np.clip(out, 0.0, 1.0).reshape(lead + (T,))
 
-    def prob_at(self, piA, tail, level_index) -> np.ndarray:
-        "P(sum >= level) at one level per row: `level_index` (n,) indexes the levels given at construction."
-        starts = self.start[np.asarray(level_index)]                                    # (n, 2^hA)
-        return np.clip((np.take_along_axis(tail, starts, axis=1) * piA).sum(1), 0.0, 1.0)
+# %% ../nbs/01_coverage.ipynb #a31e560f
+@patch
+def prob_at(self: SubsetSums, piA, tail, level_index) -> np.ndarray:
+    "P(sum >= level) at one level per row: `level_index` (n,) indexes the levels given at construction."
+    starts = self.start[np.asarray(level_index)]                                    # (n, 2^hA)
+    return np.clip((np.take_along_axis(tail, starts, axis=1) * piA).sum(1), 0.0, 1.0)
 
 # %% ../nbs/01_coverage.ipynb #5b1a7e01
 LATTICE_UNITS: int = 2**12        # first lattice above MAX_EXACT_K agents (units per total weight), refined x4
@@ -116,6 +123,8 @@ def _bernstein_dev(v, b, eta: float = _ETA):
     return b * L / 3.0 + np.sqrt((b * L / 3.0) ** 2 + 2.0 * v * L)
 
 # %% ../nbs/01_coverage.ipynb #f9728047
+# long cell: the lattice and the range of the rounding error of every rounded sum, built together
+#| export
 class LatticeTail:
     """Certified lower and upper bounds, and an estimate, of `P(sum_k w_k B_k >= level)` (independent `B_k ~ Bernoulli(p_k)`)
     from the exact law of the weights rounded to a lattice of at least `units` per total weight (the one of
@@ -150,49 +159,53 @@ class LatticeTail:
         self.reach_lo = (j + emin[:, None] >= self.thr + self.slack).astype(float)   # M = j surely reaches the level
         self.reach_hi = (j + emax[:, None] >= self.thr - self.slack).astype(float)   # M = j may reach it
 
-    def law(self, p, trim: float = 1e-18) -> tuple[np.ndarray, np.ndarray]:
-        """P(M = j), j = 0..top+1, of the rounded sum `M = sum_k m_k B_k` by the exact recursion, p (n, K) -> (n, top+2),
-        and the mass it dropped (n,): every 8 agents the columns whose mass from the left (or the right) is <= `trim` in
-        every row are zeroed and left out of the recursion from then on (the support of a sum of many agents is narrow)."""
-        n = p.shape[0]
-        dist, tmp = np.zeros((n, self.top + 2)), np.empty((n, self.top + 2))
-        dist[:, 0] = 1.0
-        dropped = np.zeros(n)
-        lo = hi = 0                                               # the columns still in play: lo..hi
-        for i, k in enumerate(np.flatnonzero(self.m > 0)):
-            mk, pk, w = self.m[k], p[:, k:k + 1], hi + 1 - lo
-            np.multiply(dist[:, lo:hi + 1], pk, out=tmp[:, :w])
-            dist[:, lo:hi + 1] *= 1.0 - pk
-            dist[:, lo + mk:hi + mk + 1] += tmp[:, :w]
-            hi += mk
-            if i % 8 == 7 and hi - lo > 64:                         # the column maxima bound every row's mass
-                cm = dist[:, lo:hi + 1].max(0)
-                cut = int(np.searchsorted(np.cumsum(cm), trim, side="right"))            # leading columns to drop
-                end = hi - lo - int(np.searchsorted(np.cumsum(cm[::-1]), trim, side="right"))   # last column kept
-                dropped += dist[:, lo:lo + cut].sum(1) + dist[:, lo + end + 1:hi + 1].sum(1)
-                dist[:, lo:lo + cut] = 0.0
-                dist[:, lo + end + 1:hi + 1] = 0.0
-                lo, hi = lo + cut, lo + end
-        return dist, dropped
+# %% ../nbs/01_coverage.ipynb #4efced0b
+@patch
+def law(self: LatticeTail, p, trim: float = 1e-18) -> tuple[np.ndarray, np.ndarray]:
+    """P(M = j), j = 0..top+1, of the rounded sum `M = sum_k m_k B_k` by the exact recursion, p (n, K) -> (n, top+2),
+    and the mass it dropped (n,): every 8 agents the columns whose mass from the left (or the right) is <= `trim` in
+    every row are zeroed and left out of the recursion from then on (the support of a sum of many agents is narrow)."""
+    n = p.shape[0]
+    dist, tmp = np.zeros((n, self.top + 2)), np.empty((n, self.top + 2))
+    dist[:, 0] = 1.0
+    dropped = np.zeros(n)
+    lo = hi = 0                                               # the columns still in play: lo..hi
+    for i, k in enumerate(np.flatnonzero(self.m > 0)):
+        mk, pk, w = self.m[k], p[:, k:k + 1], hi + 1 - lo
+        np.multiply(dist[:, lo:hi + 1], pk, out=tmp[:, :w])
+        dist[:, lo:hi + 1] *= 1.0 - pk
+        dist[:, lo + mk:hi + mk + 1] += tmp[:, :w]
+        hi += mk
+        if i % 8 == 7 and hi - lo > 64:                         # the column maxima bound every row's mass
+            cm = dist[:, lo:hi + 1].max(0)
+            cut = int(np.searchsorted(np.cumsum(cm), trim, side="right"))            # leading columns to drop
+            end = hi - lo - int(np.searchsorted(np.cumsum(cm[::-1]), trim, side="right"))   # last column kept
+            dropped += dist[:, lo:lo + cut].sum(1) + dist[:, lo + end + 1:hi + 1].sum(1)
+            dist[:, lo:lo + cut] = 0.0
+            dist[:, lo + end + 1:hi + 1] = 0.0
+            lo, hi = lo + cut, lo + end
+    return dist, dropped
 
-    def bounds(self, p) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        "p (n, K) -> lower bound, estimate, upper bound of P(sum w_k B_k >= level), each (n, T)."
-        p = np.asarray(p, dtype=float)
-        pmf, dropped = self.law(p)                                # dropped mass: it may count on the upper side
-        sf = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]            # P(M >= j) of the kept mass
-        n, top = p.shape[0], self.top + 1
-        at = lambda x: np.take_along_axis(sf, np.clip(np.ceil(x), 0, top).astype(np.int64), axis=1)
-        thr = np.broadcast_to(self.thr, (n, self.thr.size))
-        mu = (p @ self.e)[:, None]                                # E[sum_k e_k B_k]
-        t = _bernstein_dev((p * (1.0 - p)) @ self.e ** 2, np.abs(self.e).max())[:, None]
-        lo = np.maximum(pmf @ self.reach_lo, at(thr - mu + t + self.slack) - _ETA)
-        hi = np.minimum(pmf @ self.reach_hi, at(thr - mu - t - self.slack) + _ETA)
-        x = thr - mu + 0.5                                        # P(M + V >= thr - mu), V uniform on +-1/2
-        j = np.clip(np.floor(x), 0, top - 1).astype(np.int64)
-        f = np.clip(x - j, 0.0, 1.0)
-        est = np.take_along_axis(sf, j, 1) * (1.0 - f) + np.take_along_axis(sf, j + 1, 1) * f
-        lo, hi = np.clip(lo - 1e-12, 0.0, 1.0), np.clip(hi + dropped[:, None] + 1e-12, 0.0, 1.0)
-        return lo, np.clip(est, lo, hi), hi
+# %% ../nbs/01_coverage.ipynb #017de87e
+@patch
+def bounds(self: LatticeTail, p) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "p (n, K) -> lower bound, estimate, upper bound of P(sum w_k B_k >= level), each (n, T)."
+    p = np.asarray(p, dtype=float)
+    pmf, dropped = self.law(p)                                # dropped mass: it may count on the upper side
+    sf = np.cumsum(pmf[:, ::-1], axis=1)[:, ::-1]            # P(M >= j) of the kept mass
+    n, top = p.shape[0], self.top + 1
+    at = lambda x: np.take_along_axis(sf, np.clip(np.ceil(x), 0, top).astype(np.int64), axis=1)
+    thr = np.broadcast_to(self.thr, (n, self.thr.size))
+    mu = (p @ self.e)[:, None]                                # E[sum_k e_k B_k]
+    t = _bernstein_dev((p * (1.0 - p)) @ self.e ** 2, np.abs(self.e).max())[:, None]
+    lo = np.maximum(pmf @ self.reach_lo, at(thr - mu + t + self.slack) - _ETA)
+    hi = np.minimum(pmf @ self.reach_hi, at(thr - mu - t - self.slack) + _ETA)
+    x = thr - mu + 0.5                                        # P(M + V >= thr - mu), V uniform on +-1/2
+    j = np.clip(np.floor(x), 0, top - 1).astype(np.int64)
+    f = np.clip(x - j, 0.0, 1.0)
+    est = np.take_along_axis(sf, j, 1) * (1.0 - f) + np.take_along_axis(sf, j + 1, 1) * f
+    lo, hi = np.clip(lo - 1e-12, 0.0, 1.0), np.clip(hi + dropped[:, None] + 1e-12, 0.0, 1.0)
+    return lo, np.clip(est, lo, hi), hi
 
 # %% ../nbs/01_coverage.ipynb #acbc81de
 def _lattice_rows(agg_weights, levels, p, units: int, chunk: int = 2**22, block: int = 256):
@@ -365,6 +378,7 @@ def _settled_prefix(x, a_, b_, w, levels, every: int = 8) -> np.ndarray:
     last = probe.size - 1 - np.argmax(none[:, ::-1], axis=1)
     return np.where(none.any(1), probe[last], -1)
 
+# %% ../nbs/01_coverage.ipynb #e293404d
 def _lattice_expected(a_, b_, w, levels, tol: float, units: int, max_units: int, block: int = 2**23):
     """Bounds of E[U] = lo + sum_j wq_j (1 - G(x_j)) on the quadrature nodes of `_quadrature_nodes`, each G bounded on the
     lattice (a lower G gives an upper E; G <= eta on the prefix of nodes `_settled_prefix` settles); rows whose width
@@ -480,6 +494,7 @@ def wqb_sample(beta, n_eff, tau, n_rep: int, *, agg_weights=None, rng=None) -> n
     return _wq_rows(U, _agg_weights(agg_weights, n), 1.0 - t)
 
 # %% ../nbs/01_coverage.ipynb #98f4ada1
+# long cell: the objective's two engines and the paper's Monte Carlo, behind one set of checks
 def coverage_objective(beta, # (R,) one level for all agents, or (R, K) one per agent
                        n_eff, # (K,) effective sample sizes
                        tau, # (T,) aggregate levels in [0, 1)
@@ -609,6 +624,7 @@ def _series_switch(a, b, consts, nt: int, iters: int = 8):
     return hi, np.where(np.isnan(le), np.inf, le)
 
 # %% ../nbs/01_coverage.ipynb #e0a5a03c
+# long cell: one certified evaluation: the two series, their switch point and the error bound of every node
 def _beta_cdf_certified(x, a, b, nt: int = _SERIES_TERMS, tol: float = _SERIES_TOL):
     """Beta CDFs of every agent at every node, with a proven bound on the error of each.
 
@@ -772,6 +788,7 @@ def _reference_search(b, n, t, target, alpha, sums: SubsetSums, chunk_rows: int,
     return idx, val, ok
 
 # %% ../nbs/01_coverage.ipynb #6f5d1385
+# long cell: the search's three paths (certified, reference, lattice) and the rows handed between them
 def largest_feasible_tau(beta, # (R, K) per-agent levels, one row per test point
                          n_eff, # (K,) effective sample sizes
                          tau, # (T,) increasing aggregate levels in [0, 1)
