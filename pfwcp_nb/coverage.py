@@ -123,8 +123,6 @@ def _bernstein_dev(v, b, eta: float = _ETA):
     return b * L / 3.0 + np.sqrt((b * L / 3.0) ** 2 + 2.0 * v * L)
 
 # %% ../nbs/01_coverage.ipynb #f9728047
-# long cell: the lattice and the range of the rounding error of every rounded sum, built together
-#| export
 class LatticeTail:
     """Certified lower and upper bounds, and an estimate, of `P(sum_k w_k B_k >= level)` (independent `B_k ~ Bernoulli(p_k)`)
     from the exact law of the weights rounded to a lattice of at least `units` per total weight (the one of
