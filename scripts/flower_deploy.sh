@@ -172,9 +172,12 @@ flower-superlink --host 127.0.0.1 --port "${PORTS[0]}" --ssl-ca-certfile "$T/cer
   --ssl-certfile "$T/certs/server.pem" --ssl-keyfile "$T/certs/server.key" --enable-supernode-auth \
   --disable-runtime-dependency-installation > "$T/superlink.log" 2>&1 &
 PIDS+=($!)
+# the proxy admits only the agents' registered keys (and the guarded agent's): an unknown key is refused (401) from the
+# request's head, before any body is read or forwarded
 python -c 'import sys; from pfwcp_nb.federation.network import serve_fleet_proxy
 serve_fleet_proxy(int(sys.argv[1]), "https://" + sys.argv[2], sys.argv[3] + "/server.pem", sys.argv[3] + "/server.key",
-                  sys.argv[3] + "/ca.crt", host="127.0.0.1")' "${PORTS[1]}" "$LINK" "$T/certs" > "$T/proxy.log" 2>&1 &
+                  sys.argv[3] + "/ca.crt", host="127.0.0.1", authorized_keys=sys.argv[4:])' \
+  "${PORTS[1]}" "$LINK" "$T/certs" "$T"/keys/agent_*.pub "$T/keys/guarded.pub" > "$T/proxy.log" 2>&1 &
 PIDS+=($!)
 for i in $(seq 1 120); do
   flwr supernode list pfwcp > /dev/null 2>&1 && break
@@ -321,9 +324,13 @@ def main(grid, context):
 PY
 
 if [ "$ROGUE" = 1 ]; then
-  # (a) the SuperLink refuses to activate a SuperNode whose public key was not registered
+  # (a) a SuperNode whose public key was not registered is refused: by the proxy (401, its key is not one of the
+  # registered keys) before the SuperLink sees it, or by the SuperLink
   REFUSAL="No SuperNode found with the given public key"
-  if grep -q "$REFUSAL" "$T/superlink.log" && grep -q "Failed to activate SuperNode" "$T/supernode_rogue.log"; then
+  PROXY_REFUSAL="the public key is not one of the registered SuperNodes'"
+  if grep -q "$PROXY_REFUSAL" "$T/proxy.log" && ! grep -q "$REFUSAL" "$T/superlink.log"; then
+    echo "unregistered SuperNode: refused by the proxy (401: \"$PROXY_REFUSAL\") before the SuperLink saw it"
+  elif grep -q "$REFUSAL" "$T/superlink.log" && grep -q "Failed to activate SuperNode" "$T/supernode_rogue.log"; then
     echo "unregistered SuperNode: refused (SuperLink: \"$REFUSAL\"; the SuperNode exits: \"Failed to activate SuperNode\")"
   else
     echo "unregistered SuperNode: NOT refused; its log:" >&2; tail -20 "$T/supernode_rogue.log" >&2; exit 1

@@ -20,7 +20,7 @@ def test_the_readme_table_is_the_stored_runs_table(tmp_path):
     r = _run("table", "--out", str(tmp_path / "t.md"))
     assert r.returncode == 0, r.stderr[-2000:]
     text = (STUDY / "README.md").read_text()
-    block = text.split("<!-- table: python studies/deploy_speed/run.py table -->\n")[1].split("<!-- /table -->")[0]
+    block = text.split("<!-- generated: python tools/show.py studies/deploy_speed/table.md --raw -->\n")[1].split("<!-- /generated -->")[0]
     assert block.strip() == r.stdout.strip(), "run: python studies/deploy_speed/run.py table, and paste it into the README"
     assert (STUDY / "table.md").read_text() == r.stdout
 

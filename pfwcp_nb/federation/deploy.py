@@ -139,8 +139,9 @@ NODE_CONFIG = {   # node_config key of an agent's SuperNode: (default, meaning);
     "data-path": (None, "the .npz on this agent's machine (arrays `scores`, `weights`; the whole pipeline: "
                        "deploy.write_node_data's); it never leaves it"),
     "policy-alpha": (0.1, "α agreed with the server: the policy admits the levels β of paper_grid(α)"),
-    "policy-max-test-weights": (1000, "test weights this agent answers in all (PFWCP), across runs"),
-    "policy-max-oneshot": (2, "one-shot messages this agent answers in all (osPFWCP), across runs"),
+    "policy-max-test-weights": (1000, "test weights this agent answers per run (PFWCP); in all when policy-max-runs is 0"),
+    "policy-max-oneshot": (2, "one-shot messages this agent answers per run (osPFWCP); in all when policy-max-runs is 0"),
+    "policy-max-runs": (5, "runs this agent answers in all, each with the allowances above (0: one budget for every run)"),
     "policy-lock-level": (False, "answer only the level of the first PFWCP answer (β* once calibrated)"),
     "policy-delta": (0.1, "δ agreed with the server (run_config delta): fixes osPFWCP's CCC one-shot level with policy-n1"),
     "policy-n1": (0, "the test agent's n, as agreed (run_config agent-max-n's first entry): one-shot levels are then "
@@ -171,7 +172,8 @@ def node_policy(c: dict, # node_config values: `node_config_values`'s, or a spec
     return QueryPolicy(float(c["policy-alpha"]), test_agent=int(c["partition-id"]) == 0,
                        max_test_weights=int(c["policy-max-test-weights"]), max_oneshot=int(c["policy-max-oneshot"]),
                        lock_level=str(c["policy-lock-level"]).lower() in ("true", "1"), state=state,
-                       delta=float(c["policy-delta"]), n1=int(c["policy-n1"]) or None)
+                       delta=float(c["policy-delta"]), n1=int(c["policy-n1"]) or None,
+                       max_runs=int(c["policy-max-runs"]) or None)
 
 def load_node_policy(context: Context) -> QueryPolicy:
     "A deployed SuperNode's query policy, from its node_config (`node_policy`)."

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/10h_federation_network.ipynb #131b3dba
 from __future__ import annotations
-import asyncio, base64, binascii, collections, contextlib, datetime, ipaddress, math
+import asyncio, base64, binascii, collections, contextlib, datetime, ipaddress, logging, math
 from pathlib import Path
 try:
     import httpx, uvicorn   # Flower's own HTTP stack (the SuperLink serves its APIs with them): the Fleet-only proxy
@@ -125,7 +125,8 @@ async def _bounded_body(request: Request, max_body: int, body_timeout: float):
 
 # %% ../../nbs/10h_federation_network.ipynb #425c803a
 def _refuse(why: str, code: int) -> Response:
-    "A refusal that closes the connection (a refused client sends nothing more on it, its unread body included)."
+    "A refusal that closes the connection (a refused client sends nothing more on it, its unread body included), logged."
+    logging.getLogger(__name__).warning("refused (%d): %s", code, why[:300])   # the operator's record: proxy.log
     return PlainTextResponse(f"pfwcp fleet proxy: {why}", status_code=code, headers={"connection": "close"})
 
 # %% ../../nbs/10h_federation_network.ipynb #3b876166
