@@ -197,7 +197,7 @@ def test_the_robust_option_caps_an_agents_aggregation_weight(task_identity):
 
 def test_the_one_liar_script_refuses_bad_arguments():
     root = Path(__file__).resolve().parents[1]
-    r = subprocess.run([sys.executable, str(root / "scripts" / "redteam" / "attack_one_liar.py"), "--seeds", "0"],
+    r = subprocess.run([sys.executable, str(root / "studies" / "redteam" / "attack_one_liar.py"), "--seeds", "0"],
                        capture_output=True, text=True, cwd=root)
     assert r.returncode == 2 and "usage:" in r.stderr and "--seeds" in r.stderr
     stored = json.loads((root / "results" / "flower_pipeline" / "one_liar.json").read_text())
@@ -288,6 +288,6 @@ def test_the_stored_liar_runs_support_the_notebook_table(stored, cap, lies, wors
 
 def test_the_liar_script_refuses_more_liars_than_it_has():
     root = Path(__file__).resolve().parents[1]
-    r = subprocess.run([sys.executable, str(root / "scripts" / "redteam" / "attack_one_liar.py"), "--liars", "3"],
+    r = subprocess.run([sys.executable, str(root / "studies" / "redteam" / "attack_one_liar.py"), "--liars", "3"],
                        capture_output=True, text=True, cwd=root)
     assert r.returncode == 2 and "usage:" in r.stderr and "--liars" in r.stderr

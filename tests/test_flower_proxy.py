@@ -144,10 +144,10 @@ def test_authorized_keys_must_be_ec_public_keys(tmp_path):
 
 
 def test_concurrent_fake_uploads_leave_the_proxy_memory_flat_and_admitted_ones_stream(tmp_path):
-    # scripts/redteam/attack_fake_uploads.py: 24 uploads of 16 MiB at once against a proxy process; memory from /proc
+    # studies/redteam/attack_fake_uploads.py: 24 uploads of 16 MiB at once against a proxy process; memory from /proc
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "fake_uploads.json"
-    r = subprocess.run([sys.executable, str(root / "scripts" / "redteam" / "attack_fake_uploads.py"), "--uploads", "24",
+    r = subprocess.run([sys.executable, str(root / "studies" / "redteam" / "attack_fake_uploads.py"), "--uploads", "24",
                         "--mib", "16", "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     c = json.loads(out.read_text())["cases"]

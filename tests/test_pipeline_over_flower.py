@@ -634,6 +634,6 @@ def test_a_far_mean_poisons_the_pca_but_does_not_stop_the_run(task_identity):
 
 
 def test_the_attacks_script_refuses_bad_arguments():
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "flower_pipeline_attacks.py"), "--bogus"],
+    r = subprocess.run([sys.executable, str(ROOT / "studies" / "flower_pipeline" / "flower_pipeline_attacks.py"), "--bogus"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "usage:" in r.stderr

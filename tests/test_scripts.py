@@ -110,14 +110,11 @@ def test_no_program_under_results():
     assert not found, f"programs under results/ (move them to studies/<name>/): {found}"
 
 
-# the operator's entry points: the grid runners and the deployment; flower_pipeline_*.py and redteam/ are to move to
-# studies/ (kept here while other work edits them)
+# the operator's entry points: the grid runners and the deployment
 OPERATOR = {"run_paper_tables.sh", "run_small.sh", "run_heterogeneity.sh", "run_oracle.sh", "flower_deploy.sh"}
-TO_MOVE = {"flower_pipeline_attacks.py", "flower_pipeline_cost.py", "flower_pipeline_deploy_cost.py",
-           "flower_pipeline_drift.py", "flower_pipeline_schedule.py", "redteam"}
 
 
 def test_scripts_holds_the_operators_entry_points_only():
     here = {p.name for p in (ROOT / "scripts").iterdir() if p.name != "__pycache__"}
-    assert here - OPERATOR - TO_MOVE == set(), f"scripts/ holds a study program: {sorted(here - OPERATOR - TO_MOVE)} (move it to studies/<name>/)"
+    assert here - OPERATOR == set(), f"scripts/ holds a study program: {sorted(here - OPERATOR)} (move it to studies/<name>/)"
     assert len(here & OPERATOR) <= 10

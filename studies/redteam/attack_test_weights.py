@@ -1,13 +1,16 @@
+"""usage: python studies/redteam/attack_test_weights.py [dataset=gaussian] [K=3] [mode=skip|rounds] [s=0.1] (what it does: the comments below)."""
 # Red team, third review of the pipeline over Flower: the test agent's test_X through ONE test-weights answer, with ratio networks moved within round_move.
 # Net g (pair [0, g+1]) is drifted from the seeded one to: unit A (init w2_A > 0) = relu(s*x_c), unit B (init w2_B < 0)
 # = relu(-s*x_c), every other unit's w2 -> 0, b2 kept: logit = w2_A relu(s x_c) + w2_B relu(-s x_c) + b2, strictly
 # increasing in x_c only -> the server inverts each column of the answer (bisection on its own copy of the weights).
 # mode "rounds": rounds 2..T each move <= 8e-3*0.999 (then models one round later): the bound respected round by round.
 # mode "skip":   round 1 (honest), then the models message at once (refused since rounds must come one after the other).
-# usage: python scripts/redteam/attack_test_weights.py [dataset=gaussian] [K=3] [mode=skip|rounds] [s=0.1]
+# usage: python studies/redteam/attack_test_weights.py [dataset=gaussian] [K=3] [mode=skip|rounds] [s=0.1]
 import sys, os, time, numpy as np, torch
+if sys.argv[1:] in (["-h"], ["--help"]):   # the usage line, then exit 0
+    print(__doc__); sys.exit(0)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import setup, train, _pipe, agent_query
+from common import setup, train, pipe_content, agent_query
 from pfwcp_nb.federation.plan import round_move, initial_networks, TaskPlan
 from pfwcp_nb.density_ratio import pairwise_ratio_functions, RatioFeatures
 dataset = sys.argv[1] if len(sys.argv) > 1 else "gaussian"
@@ -50,9 +53,9 @@ final = [{k: (c_[k] + np.clip(t[k] - c_[k], -lim, lim)).astype(np.float32) for k
 print("trap reached exactly:", all(np.allclose(fi[k], t[k], atol=1e-7) for fi, t in zip(final, targets) for k in t))
 arrs = {"predictor-0": pinit, **{f"ratios-{g}": final[g] for g in range(K - 1)}}
 msg = {"type": "Request", "stage": "models"}
-agent_query(ctx, data[0], 0, msg, _pipe(msg, arrs), ag)
+agent_query(ctx, data[0], 0, msg, pipe_content(msg, arrs), ag)
 msg = {"type": "Request", "stage": "test-weights", "agents": list(range(K))}
-rep = agent_query(ctx, data[0], 0, msg, _pipe(msg), ag)
+rep = agent_query(ctx, data[0], 0, msg, pipe_content(msg), ag)
 W = rep.array_records["test-weights"]["w"].numpy()
 # server side: invert each column with its own copy of the weight functions
 nets = []

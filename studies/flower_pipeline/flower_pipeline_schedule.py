@@ -2,7 +2,7 @@
 """What fewer, longer rounds change: the gaussian pipeline in process with the predictor trained by FedAvg at
 E local epochs per round (5000 / E rounds), E = 1 (the default, 5000 rounds) against larger E.
 
-usage: python scripts/flower_pipeline_schedule.py [--local-epochs 1 10 50] [--seeds 3] [--n-sims 50]
+usage: python studies/flower_pipeline/flower_pipeline_schedule.py [--local-epochs 1 10 50] [--seeds 3] [--n-sims 50]
                                                   [--out results/flower_pipeline/local_epochs.json]
 Per seed and E: `train_setup` (need_localizer=False), then `n_sims` calibration draws of `sample_draw` with PFWCP
 (MC, alpha 0.1): mean coverage, median interval length and the share of infinite intervals."""
@@ -44,7 +44,7 @@ def main(argv=None):
                              median_length=float(np.mean(width)), median_length_se=float(np.std(width) / np.sqrt(len(width))),
                              infinite_share=float(np.mean(inf))))
             print(json.dumps(rows[-1]), flush=True)
-    out = dict(command="python scripts/flower_pipeline_schedule.py " + " ".join(sys.argv[1:] if argv is None else argv),
+    out = dict(command="python studies/flower_pipeline/flower_pipeline_schedule.py " + " ".join(sys.argv[1:] if argv is None else argv),
                machine="2 shared cores (other jobs running)", rows=rows)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")

@@ -1,15 +1,15 @@
 #!/usr/bin/env python
 """What a curious server still learns through the whole pipeline over Flower, measured with the third red team's attacks.
 
-usage: python scripts/flower_pipeline_attacks.py [--out results/flower_pipeline/attacks.json]
-Runs scripts/redteam/attack_training_rows.py (training rows out of the ratio classifiers' updates, every round within
-`round_move`) and scripts/redteam/attack_test_weights.py (test points out of one test-weights answer, ratio networks
+usage: python studies/flower_pipeline/flower_pipeline_attacks.py [--out results/flower_pipeline/attacks.json]
+Runs studies/redteam/attack_training_rows.py (training rows out of the ratio classifiers' updates, every round within
+`round_move`) and studies/redteam/attack_test_weights.py (test points out of one test-weights answer, ratio networks
 drifted within `round_move`), each also in the variant that skips rounds (refused by the agents); writes the outcomes
 to OUT (.json) and a table beside it (.md)."""
 import argparse, json, re, subprocess, sys, time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUNS = [  # (attack, script, arguments, what the variant does)
     ("training rows", "attack_training_rows.py", ["gaussian", "3"], "every round within the bound"),
     ("training rows", "attack_training_rows.py", ["concrete", "3"], "every round within the bound"),
@@ -22,7 +22,7 @@ RUNS = [  # (attack, script, arguments, what the variant does)
 
 def run(script, args):
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "redteam" / script), *args], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, str(ROOT / "studies" / "redteam" / script), *args], capture_output=True, text=True,
                        cwd=ROOT)
     lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
     refused = re.findall(r"QueryRefused: (.*)", r.stderr)
@@ -52,12 +52,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/flower_pipeline/attacks.json")
     a = ap.parse_args(argv)
-    out = {"command": "python scripts/flower_pipeline_attacks.py" + ("" if a.out == ap.get_default("out") else f" --out {a.out}"),
+    out = {"command": "python studies/flower_pipeline/flower_pipeline_attacks.py" + ("" if a.out == ap.get_default("out") else f" --out {a.out}"),
            "runs": []}
     table = ["| attack | dataset | K | the server's moves | outcome |", "|---|---|---|---|---|"]
     for attack, script, args, how in RUNS:
         r = run(script, args)
-        out["runs"].append({"attack": attack, "script": f"scripts/redteam/{script}", "args": args, "variant": how, **r})
+        out["runs"].append({"attack": attack, "script": f"studies/redteam/{script}", "args": args, "variant": how, **r})
         table.append(row(attack, args, how, r))
         print(table[-1], flush=True)
     p = Path(a.out)

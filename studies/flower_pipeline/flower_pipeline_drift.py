@@ -2,7 +2,7 @@
 """How far the federated run drifts from the in-process one with K = 11 agents, by number of rounds (float rounding of
 a batch of one replica instead of eleven, amplified by Adam): in-process Grid stand-in of tests/test_pipeline_over_flower.py.
 
-usage: python scripts/flower_pipeline_drift.py   (prints: predictor epochs, ratio epochs, max |diff| ratio params, predictor params, thresholds, seconds)"""
+usage: python studies/flower_pipeline/flower_pipeline_drift.py   (prints: predictor epochs, ratio epochs, max |diff| ratio params, predictor params, thresholds, seconds)"""
 import sys, time; sys.path.insert(0, "tests")
 from flwr.supercore.task_identity import TaskIdentity
 TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1

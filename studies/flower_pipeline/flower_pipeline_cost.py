@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Wall time and agreement of the whole pipeline over Flower's simulation engine next to the in-process pipeline.
 
-usage: python scripts/flower_pipeline_cost.py [--dataset gaussian] [--K 11] [--pred-epochs 5000] [--local-epochs 1]
+usage: python studies/flower_pipeline/flower_pipeline_cost.py [--dataset gaussian] [--K 11] [--pred-epochs 5000] [--local-epochs 1]
                                               [--out results/flower_pipeline/gaussian.json]
 Same data, seeds and defaults on both paths (`train_setup` + `sample_draw` + `PFWCP` in process;
 `flower_pipeline.simulate_pipeline` over Flower); prints and writes the timings and the differences."""
@@ -60,7 +60,7 @@ def main(argv=None):
     for kind, sec in calls:
         client[kind] = client.get(kind, 0.0) + float(sec)
     out = dict(
-        command="python scripts/flower_pipeline_cost.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        command="python studies/flower_pipeline/flower_pipeline_cost.py " + " ".join(sys.argv[1:] if argv is None else argv),
         dataset=a.dataset, K=a.K, seed=a.seed, pred_epochs=a.pred_epochs, local_epochs=a.local_epochs,
         rounds=res.rounds, machine="2 shared cores (other jobs running)",
         in_process_seconds=dict(wall=t_in, **{k: float(v) for k, v in st.seconds.items()}),

@@ -1,6 +1,6 @@
 """f liars of K = 11 against PFWCP and osPFWCP, in process, through the server's checks (issue 30 item 2).
 
-usage: python scripts/redteam/attack_one_liar.py [--seeds 20] [--liars 1] [--out results/flower_pipeline/one_liar.json]
+usage: python studies/redteam/attack_one_liar.py [--seeds 20] [--liars 1] [--out results/flower_pipeline/one_liar.json]
 
 Agents 0..10 hold n = 100 scores each (Gamma(2), so every run should cover about 1 - alpha), weights lognormal(0, 1.5) scaled to mean 1 (a density
 ratio has mean 1 under its agent), m = 500 test points with test weights lognormal(0, 1). Agent 5 (with --liars 2:
@@ -133,7 +133,7 @@ def main(argv=None):
                  "median_finite": float(np.median([r["median_finite"] for r in v if r["median_finite"] is not None])),
                  "mean_finite": float(np.mean([r["mean_finite"] for r in v if r["mean_finite"] is not None]))}
              for k, v in summary.items()}
-    out = {"command": "python scripts/redteam/attack_one_liar.py" + ("" if a.seeds == 20 else f" --seeds {a.seeds}")
+    out = {"command": "python studies/redteam/attack_one_liar.py" + ("" if a.seeds == 20 else f" --seeds {a.seeds}")
            + ("" if a.liars == 1 else f" --liars {a.liars}"), "K": K, "n": N, "m": M, "liars": list(LIARS[:a.liars]),
            "alpha": ALPHA, "score_top": TOP, "seeds": a.seeds, "table": table}
     with open(a.out, "w") as f:

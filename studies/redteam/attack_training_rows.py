@@ -1,3 +1,4 @@
+"""usage: python studies/redteam/attack_training_rows.py [dataset=gaussian] [K=3] [skip=0]   (skip=1: jump round 1 -> round R0+1) (what it does: the comments below)."""
 # Red team, third review of the pipeline over Flower: a curious server that RESPECTS round_move (8e-3 per coordinate per round for the FedAdam ratio
 # classifiers) reads an agent's training rows X out of its ratio-classifier updates.
 # Round 1 honest (seeded nets). Rounds 2..: each coordinate moves <= 8e-3 (x 0.999) per round towards a "trap":
@@ -7,8 +8,10 @@
 # Bins between thresholds measured in the same round give sum e and sum e*x of their rows; known rows are peeled off
 # exactly (the server recomputes their e_i from the network it sent); a bin whose remainder satisfies
 # e(xhat) == N (xhat = S/N) holds exactly one row -> recovered exactly. Other bins are split at their e-weighted mean.
-# usage: python scripts/redteam/attack_training_rows.py [dataset=gaussian] [K=3] [skip=0]   (skip=1: jump round 1 -> round R0+1)
+# usage: python studies/redteam/attack_training_rows.py [dataset=gaussian] [K=3] [skip=0]   (skip=1: jump round 1 -> round R0+1)
 import sys, os, time, numpy as np, torch
+if sys.argv[1:] in (["-h"], ["--help"]):   # the usage line, then exit 0
+    print(__doc__); sys.exit(0)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import setup, train
 from pfwcp_nb.federation.plan import round_move, initial_networks

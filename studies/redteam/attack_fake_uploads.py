@@ -1,6 +1,6 @@
 """Concurrent 16 MiB uploads through the Fleet-only proxy, with made-up or unregistered SuperNode headers (issue 30 item 1).
 
-usage: python scripts/redteam/attack_fake_uploads.py [--uploads 24] [--mib 16] [--out results/flower_pipeline/fake_uploads.json]
+usage: python studies/redteam/attack_fake_uploads.py [--uploads 24] [--mib 16] [--out results/flower_pipeline/fake_uploads.json]
 
 The proxy (`network.fleet_proxy_server`, plain HTTP on loopback, the registered key given as `authorized_keys`) runs in
 its own process in front of a sink that reads and discards what it gets (the SuperLink's place). For each case, N
@@ -121,7 +121,7 @@ def main(argv=None):
         print(f"{case:13s} codes {r['codes']}  sink received {r['sink_bytes'] / 2**20:.1f} MiB  proxy RSS "
               f"{r['rss_before_mib']} -> {r['rss_after_mib']} MiB (peak {r['peak_rss_mib']} MiB)")
     if a.out:
-        cmd = "python scripts/redteam/attack_fake_uploads.py" + "".join(f" --{k} {v}" for k, v in
+        cmd = "python studies/redteam/attack_fake_uploads.py" + "".join(f" --{k} {v}" for k, v in
                                                                        (("uploads", a.uploads), ("mib", a.mib)))
         Path(a.out).write_text(json.dumps({"command": cmd + f" --out {a.out}", "uploads": a.uploads, "mib": a.mib,
                                            "cases": res}, indent=1))

@@ -2,7 +2,7 @@
 """Wall time of the whole gaussian pipeline in process, over Flower's simulation engine and on the hardened localhost
 deployment (scripts/flower_deploy.sh --pipeline), on the same data, seeds and schedule, and where the time goes.
 
-usage: python scripts/flower_pipeline_deploy_cost.py [--K 11] [--n-train 50] [--n-cal 100] [--n-test 500]
+usage: python studies/flower_pipeline/flower_pipeline_deploy_cost.py [--K 11] [--n-train 50] [--n-cal 100] [--n-test 500]
            [--train-kw JSON] [--out results/flower_pipeline/deploy_K11.json] [--table results/flower_pipeline/deploy_K11.md]
 The default schedule is the first rounds of gaussian_E10.json's (ten local predictor epochs and one FedAdam step of the
 ratio classifiers per round), five rounds. Writes one JSON (all timings, the exact commands) and a markdown table."""
@@ -18,7 +18,7 @@ from pfwcp_nb.pipeline import sample_draw, train_setup
 
 from flower_pipeline_cost import client_timer   # the sibling script's client mod (scripts/ is on sys.path when run)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_KW = {"predictor": {"epochs": 50, "local_epochs": 10}, "ratios": {"epochs": 5}}
 
 
@@ -111,7 +111,7 @@ def main(argv=None):
     run_s = float(re.search(r"flwr run finished in ([0-9.]+) s", p.stdout).group(1))
     exchanges = summ["rounds"] + 7      # stats, features, rounds, models, test weights, summaries, messages, prediction
     out = dict(
-        command="python scripts/flower_pipeline_deploy_cost.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        command="python studies/flower_pipeline/flower_pipeline_deploy_cost.py " + " ".join(sys.argv[1:] if argv is None else argv),
         deploy_command=" ".join(cmd[:-2]), machine="2 cores shared with other jobs (heavily loaded)",
         K=a.K, **sizes, train_kw=tk, rounds=res.rounds,
         in_process_seconds=dict(wall=t_in, training=t_train, calibration=t_in - t_train),
