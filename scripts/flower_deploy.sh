@@ -21,6 +21,9 @@
 # package's ClientApp, imported once from the agent's own installation, never the operator's app bundle; one JSON
 # line per message in agent_NAME.jsonl (CPU and wall seconds). --isolation subprocess: Flower's default, one
 # flwr-clientapp process per message running the app bundle the operator submitted.
+# Waits (--waits backoff, the default): each SuperNode is Flower's, started by python -m pfwcp_nb.federation.supernode
+# (notebook 10j_federation_supernode), which pulls again 0.05 s after a message, doubling with each empty pull up to
+# Flower's 3 s; --waits flower: flower-supernode itself (a pull every 3 s when there was no message).
 # Prints the thresholds, checks they equal the in-process estimators exactly, and stops every process it
 # started (trap). Certificates, keys, data and logs live in a temporary directory, removed at exit unless --keep.
 # With --pipeline the same deployment runs the whole pipeline instead (notebooks 10a_federation_plan to 10f_federation_simulation): each SuperNode
@@ -31,7 +34,7 @@
 # same data and seeds (thresholds within 1e-6 and coverage equal, or within --tolerance).
 #
 #   scripts/flower_deploy.sh [--agents K] [--test-points M] [--rogue] [--foreign] [--keep DIR]
-#                            [--isolation process|subprocess] [--pipeline [--train-kw JSON] [--train-points N] [--cal-points N]]
+#                            [--isolation process|subprocess] [--waits backoff|flower] [--pipeline [--train-kw JSON] [--train-points N] [--cal-points N]]
 #     --agents K       agents = SuperNodes, K >= 2 (default 5)
 #     --test-points M  test points of agent 0 (default 10)
 #     --pipeline       the whole pipeline (training over Flower, calibration, prediction) instead of calibration only
@@ -46,13 +49,14 @@
 #     --keep DIR       keep certificates, keys, data and logs in DIR (must not exist)
 #     --isolation process|subprocess   resident agents running their own installed ClientApp (default), or Flower's
 #                      process per message running the operator's app bundle
+#     --waits backoff|flower   the SuperNodes' waits between pulls: a backoff from 0.05 s (default), or Flower's 3 s
 # Needs the extra: pip install "pfwcp_nb[flower]", or pip install -e ".[flower]" from a clone. Exit 0 on success, 1 on failure, 2 on bad arguments.
 set -euo pipefail
 
-USAGE="usage: $0 [--agents K>=2] [--test-points M>=1] [--rogue] [--foreign] [--keep DIR] [--isolation process|subprocess] [--pipeline [--train-kw JSON] [--train-points N>=2] [--cal-points N>=1] [--tolerance X>=0]]"
+USAGE="usage: $0 [--agents K>=2] [--test-points M>=1] [--rogue] [--foreign] [--keep DIR] [--isolation process|subprocess] [--waits backoff|flower] [--pipeline [--train-kw JSON] [--train-points N>=2] [--cal-points N>=1] [--tolerance X>=0]]"
 usage() { echo "$USAGE" >&2; exit 2; }
 K=5; M=10; ROGUE=0; FOREIGN=0; KEEP=""; PIPELINE=0; TRAIN_KW='{"predictor": {"epochs": 4}, "ratios": {"epochs": 3}}'
-NTRAIN=20; NCAL=30; ISOLATION=process; TOL=1e-6
+NTRAIN=20; NCAL=30; ISOLATION=process; TOL=1e-6; WAITS=backoff
 while [ $# -gt 0 ]; do
   case "$1" in
     --agents) [ $# -ge 2 ] || usage; K="$2"; shift 2 ;;
@@ -66,6 +70,7 @@ while [ $# -gt 0 ]; do
     --cal-points) [ $# -ge 2 ] || usage; NCAL="$2"; shift 2 ;;
     --tolerance) [ $# -ge 2 ] || usage; TOL="$2"; shift 2 ;;
     --isolation) [ $# -ge 2 ] || usage; ISOLATION="$2"; shift 2 ;;
+    --waits) [ $# -ge 2 ] || usage; WAITS="$2"; shift 2 ;;
     -h|--help) echo "$USAGE"; exit 0 ;;
     *) usage ;;
   esac
@@ -74,6 +79,7 @@ done
 [[ "$M" =~ ^[0-9]+$ ]] && [ "$M" -ge 1 ] || { echo "--test-points must be an integer >= 1, got '$M'" >&2; usage; }
 [[ "$NTRAIN" =~ ^[0-9]+$ ]] && [ "$NTRAIN" -ge 2 ] || { echo "--train-points must be an integer >= 2, got '$NTRAIN'" >&2; usage; }
 [ "$ISOLATION" = process ] || [ "$ISOLATION" = subprocess ] || { echo "--isolation must be process or subprocess, got '$ISOLATION'" >&2; usage; }
+[ "$WAITS" = backoff ] || [ "$WAITS" = flower ] || { echo "--waits must be backoff or flower, got '$WAITS'" >&2; usage; }
 [[ "$NCAL" =~ ^[0-9]+$ ]] && [ "$NCAL" -ge 1 ] || { echo "--cal-points must be an integer >= 1, got '$NCAL'" >&2; usage; }
 python -c 'import math, sys; assert math.isfinite(float(sys.argv[1])) and float(sys.argv[1]) >= 0' "$TOL" 2>/dev/null \
   || { echo "--tolerance must be a number >= 0, got '$TOL'" >&2; usage; }
@@ -225,12 +231,13 @@ write_app_project(sys.argv[1], {"test-weights": sys.argv[2], "out": sys.argv[3],
 fi
 
 # --- 5. one SuperNode per agent (separate processes, through the proxy), plus an unregistered one with --rogue
+if [ "$WAITS" = backoff ]; then SUPERNODE=(python -m pfwcp_nb.federation.supernode); else SUPERNODE=(flower-supernode); fi
 start_supernode() {  # name port node-config [more flags]
   local name="$1" port="$2" cfg="$3"; shift 3
   if [ "$ISOLATION" = process ]; then
     python -c 'import secrets, sys; open(sys.argv[1], "wb").write(secrets.token_bytes(32))' "$T/keys/$name.secret"
     chmod 600 "$T/keys/$name.secret"
-    flower-supernode --superlink "$FLEET" --root-certificates "$T/certs/ca.crt" --port "$port" \
+    "${SUPERNODE[@]}" --superlink "$FLEET" --root-certificates "$T/certs/ca.crt" --port "$port" \
       --auth-supernode-private-key "$T/keys/$name" --node-config "$cfg" --isolation process \
       --superexec-auth-secret-file "$T/keys/$name.secret" --ssl-certfile "$T/certs/server.pem" \
       --ssl-keyfile "$T/certs/server.key" --ssl-ca-certfile "$T/certs/ca.crt" "$@" > "$T/supernode_$name.log" 2>&1 &
@@ -239,7 +246,7 @@ start_supernode() {  # name port node-config [more flags]
       --root-certificates "$T/certs/ca.crt" --app "$APP_KIND" --log "$T/agent_$name.jsonl" > "$T/resident_$name.log" 2>&1 &
     PIDS+=($!)
   else
-    flower-supernode --superlink "$FLEET" --root-certificates "$T/certs/ca.crt" --port "$port" \
+    "${SUPERNODE[@]}" --superlink "$FLEET" --root-certificates "$T/certs/ca.crt" --port "$port" \
       --auth-supernode-private-key "$T/keys/$name" --node-config "$cfg" "$@" > "$T/supernode_$name.log" 2>&1 &
     PIDS+=($!)
   fi

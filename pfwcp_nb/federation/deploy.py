@@ -10,6 +10,7 @@ import numpy as np
 from .protocol import PROTOCOLS, check_score_range, check_weight_range
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
+import flwr.superlink.grid.http_grid as http_grid
 import tomli_w   # Flower's own TOML writer (a dependency of flwr)
 from ..pfwcp import AgentCalibration
 from ..query_policy import QueryPolicy
@@ -17,6 +18,7 @@ from .agreement import TrainingAgreement
 from .agent import AgentData, agent_client_app, pipeline_client_app
 from .server import PipelineResult, calibrate_federation
 from .training import PipelineConfig, pipeline_server
+from .supernode import quick_object_pulls
 _log = logging.getLogger(__name__)
 
 # %% auto #0
@@ -311,7 +313,9 @@ def deployed_main(grid: Grid, context: Context) -> None:
 
 @server_app.main()
 def server_main(grid: Grid, context: Context) -> None:
-    "What `flwr run` calls: `deployed_main` over Flower's Grid in a `PollingGrid` (replies pulled every 0.1 s, arrays packed)."
+    """What `flwr run` calls (in its own flwr-serverapp process): `deployed_main` over Flower's Grid in a `PollingGrid`
+    (replies pulled every 0.1 s, arrays packed; a reply's objects asked for again after 0.01 s, `quick_object_pulls`)."""
+    quick_object_pulls(http_grid)
     deployed_main(PollingGrid(grid), context)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #b2350ea0
@@ -434,7 +438,9 @@ def deployed_pipeline(grid: Grid, context: Context) -> None:
 
 @pipeline_server_app.main()
 def pipeline_server_main(grid: Grid, context: Context) -> None:
-    "What `flwr run` calls: `deployed_pipeline` over Flower's Grid in a `PollingGrid` (replies pulled every 0.1 s, arrays packed)."
+    """What `flwr run` calls (in its own flwr-serverapp process): `deployed_pipeline` over Flower's Grid in a `PollingGrid`
+    (replies pulled every 0.1 s, arrays packed; a reply's objects asked for again after 0.01 s, `quick_object_pulls`)."""
+    quick_object_pulls(http_grid)
     deployed_pipeline(PollingGrid(grid), context)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #e5a2a77c

@@ -12,20 +12,28 @@ from flwr.app import Message
 from flwr.app.error import Error
 from flwr.clientapp import ClientApp
 from flwr.common.constant import ErrorCode, SubStatus
-from flwr.proto.runtime_pb2 import AcquireTaskRequest, SendTaskHeartbeatRequest
+from flwr.proto.runtime_pb2 import (AcquireTaskRequest, PullAppMessagesRequest, PullTaskInputRequest,
+                                    SendTaskHeartbeatRequest)
 from flwr.supercore.constant import TaskType
 from flwr.supercore.heartbeat import HeartbeatSender
 from flwr.supercore.interceptors import (RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor,
                                          SuperExecAuthHttpInterceptor)
 from flwr.supercore.retry import make_simple_http_retry_invoker
+from flwr.supercore.task_identity import TaskIdentity
 from flwr.supercore.runtime import RuntimeHttpClient
-from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
+from flwr.common.serde import context_from_proto, fab_from_proto, run_from_proto
+from flwr.proto.node_pb2 import Node
+from flwr.supercore.inflatable.inflatable_protobuf_utils import (make_confirm_message_received_fn_protobuf,
+                                                                 make_pull_object_fn_protobuf)
+from flwr.supercore.inflatable.inflatable_utils import pull_and_inflate_object_from_tree
+from flwr.supernode.runtime.run_clientapp import push_message, push_task_output
 from .agent import agent_client_app, pipeline_client_app
+from .supernode import Backoff
 from .deploy import (load_node_agent, load_node_policy, load_node_data, load_pipeline_policy,
                                         load_node_agreement, packing_mod)
 
 # %% auto #0
-__all__ = ['AGENT_APPS', 'runtime_client', 'run_task', 'cached', 'resident_app', 'serve_agent', 'main']
+__all__ = ['AGENT_APPS', 'runtime_client', 'pull_task_input', 'run_task', 'cached', 'resident_app', 'serve_agent', 'main']
 
 # %% ../../nbs/10i_federation_resident.ipynb #a1e00008
 def runtime_client(address: str, # the SuperNode's Runtime API, host:port (flower-supernode --port)
@@ -44,6 +52,25 @@ def _beat(client: RuntimeHttpClient) -> bool:
         return True
     except httpx.HTTPError:
         return False
+
+# %% ../../nbs/10i_federation_resident.ipynb #a1e00041
+def pull_task_input(client: RuntimeHttpClient, # the task's Runtime API client (with its token)
+                    retry: float = 0.01, # seconds before asking again for an object the SuperNode has not yet (Flower: 1)
+                   ) -> tuple: # the message, the run's context, the run, the FAB
+    "The task's message, context, run and FAB from the SuperNode, as flwr-clientapp pulls them, retrying after `retry` s."
+    res = client.PullTaskInput(PullTaskInputRequest())
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = res.task_id, res.run.run_id, res.context.node_id
+    context, run, fab = context_from_proto(res.context), run_from_proto(res.run), fab_from_proto(res.fab)
+    msgs = client.PullMessages(PullAppMessagesRequest())
+    if not msgs.messages_list:
+        raise RuntimeError("No messages received from Runtime API")
+    tree, node = msgs.message_object_trees[0], Node(node_id=context.node_id)
+    message = pull_and_inflate_object_from_tree(
+        tree, make_pull_object_fn_protobuf(client.PullObject, node, context.run_id),
+        make_confirm_message_received_fn_protobuf(client.ConfirmMessageReceived, node, context.run_id),
+        return_type=Message, initial_backoff=retry, backoff_cap=0.5)
+    message.metadata.__dict__["_message_id"] = tree.object_id      # as Flower: the deflated message lacks its own id
+    return message, context, run, fab
 
 # %% ../../nbs/10i_federation_resident.ipynb #a1e00009
 def run_task(app: ClientApp, # this agent's ClientApp, already imported
@@ -113,7 +140,7 @@ def serve_agent(app: ClientApp, # this agent's ClientApp (`resident_app`)
                 secret: bytes, # the SuperExec secret shared with the SuperNode (--superexec-auth-secret-file)
                 certificates: bytes | None = None, # CA PEM of the Runtime API's certificate; None: plain HTTP
                 serve: set | None = None, # apps (`publisher/name`) whose runs it answers; None: any
-                poll: float = 0.25, # seconds between AcquireTask calls while idle (a SuperNode pulls messages every 3 s)
+                poll: float = 0.25, # the longest wait between AcquireTask calls (the first after a task: 0.01 s, doubling)
                 log: str | None = None, # JSON lines file, one line per task
                 max_tasks: int | None = None, # stop after this many tasks (tests); None: run until stopped
                ) -> int: # the number of tasks answered
@@ -124,12 +151,13 @@ def serve_agent(app: ClientApp, # this agent's ClientApp (`resident_app`)
     client = runtime_client(address, certificates, [
         RuntimeVersionHttpInterceptor(component_name="SuperExec"),
         SuperExecAuthHttpInterceptor(master_secret=secret, protected_methods={"/flwr.proto.Runtime/AcquireTask"})])
-    done = 0
+    done, wait = 0, Backoff(min(0.01, poll), poll)
     try:
         while max_tasks is None or done < max_tasks:
             res = client.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
-            if not (res.HasField("task") and res.token):
-                time.sleep(poll); continue
+            wait.pulled(res.HasField("task") and bool(res.token))
+            if wait.empty:
+                time.sleep(wait.wait); continue
             c0, w0 = time.process_time(), time.perf_counter()
             out = run_task(app, address, res.token, certificates, serve)
             out.update(cpu=time.process_time() - c0, wall=time.perf_counter() - w0, task=str(res.task.task_id))
@@ -151,7 +179,7 @@ def main(argv: list | None = None, # the command's arguments (default: sys.argv[
     ap.add_argument("--root-certificates", default="", help="CA of the Runtime API's certificate (flower-supernode --ssl-*); none: plain HTTP")
     ap.add_argument("--serve", default="", help="the app (publisher/name) whose runs it answers; default: this package's app of --app")
     ap.add_argument("--log", default="", help="JSON lines, one per message: type, status, CPU and wall seconds")
-    ap.add_argument("--poll", type=float, default=0.25, help="seconds between task requests while idle")
+    ap.add_argument("--poll", type=float, default=0.25, help="the longest wait between task requests (when idle)")
     a = ap.parse_args(argv)
     for flag, path in (("--secret-file", a.secret_file), ("--root-certificates", a.root_certificates)):
         if (path or flag == "--secret-file") and not Path(path).is_file():

@@ -4,14 +4,17 @@ cost by stage, an agent's CPU per message, the import an agent pays, against tod
 
 usage: python studies/deploy_speed/run.py imports [--repeat 3] [--out studies/deploy_speed/imports.json]
        python studies/deploy_speed/run.py schedule [--K 11] [--rounds R] [--schedule E10|paper]
-                                                   [--isolation process|subprocess] [--out studies/deploy_speed/schedule_K11_E10_R.json]
+                                                   [--isolation process|subprocess] [--waits backoff|flower]
+                                                   [--out studies/deploy_speed/schedule_K11_E10_R_packed[_backoff].json]
        python studies/deploy_speed/run.py table [--out studies/deploy_speed/README_table.md]
 `schedule` runs scripts/flower_deploy.sh --pipeline with R rounds of gaussian_E10.json's schedule (per round ten local
 predictor epochs and one FedAdam step of the ratio classifiers; R = 600 is the whole schedule; --schedule paper: the
 paper's, gaussian.json's, one local epoch per round, 5000 rounds), the sizes of
 results/flower_pipeline/deploy_K11.json (50 training, 100 calibration points per agent, 500 test points), the
 thresholds checked against the in-process pipeline within the drift measured for the simulation (gaussian_E10.json,
-gaussian.json). Fewer rounds: the per-round cost is extrapolated to the whole schedule (stated as such in the table)."""
+gaussian.json). Fewer rounds: the per-round cost is extrapolated to the whole schedule (stated as such in the table).
+--waits backoff (default): each SuperNode started by python -m pfwcp_nb.federation.supernode (notebook
+10j_federation_supernode: pulls again 0.05 s after a message, doubling up to 3 s); --waits flower: Flower's 3-s poll."""
 import argparse, json, os, re, resource, subprocess, sys, tempfile, time
 from pathlib import Path
 
@@ -80,7 +83,7 @@ def schedule(a) -> dict:
     keep = Path(tempfile.mkdtemp()) / "deploy"
     cmd = ["bash", "scripts/flower_deploy.sh", "--pipeline", "--agents", str(a.K), "--test-points", str(SIZES["n_test"]),
            "--train-points", str(SIZES["n_train"]), "--cal-points", str(SIZES["n_cal"]), "--train-kw", json.dumps(tk),
-           "--isolation", a.isolation, "--tolerance", repr(tol), "--keep", str(keep)]
+           "--isolation", a.isolation, "--waits", a.waits, "--tolerance", repr(tol), "--keep", str(keep)]
     load0, t0, r0 = os.getloadavg(), time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -95,7 +98,7 @@ def schedule(a) -> dict:
     s = summ["seconds"]
     out = dict(command="python studies/deploy_speed/run.py schedule " + " ".join(sys.argv[2:]),
                deploy_command=" ".join(cmd[:-2]), K=a.K, rounds=summ["rounds"], isolation=a.isolation, train_kw=tk,
-               schedule=a.schedule, full_rounds=full, transport="packed",
+               schedule=a.schedule, full_rounds=full, transport="packed", waits=a.waits,
                **SIZES, load_before=load0, load_after=os.getloadavg(), nproc=os.cpu_count(),
                seconds=dict(wall=wall, cpu_all_processes=cpu_all, flwr_run=run_s, in_process_reference=t_ref, start_up=wall - run_s - t_ref,
                             server=s, per_round=s["training"] / summ["rounds"]),
@@ -175,6 +178,8 @@ def main(argv=None):
     s.add_argument("--K", type=int, default=11); s.add_argument("--rounds", type=int, default=20)
     s.add_argument("--schedule", choices=sorted(FULL_ROUNDS), default="E10")
     s.add_argument("--isolation", choices=["process", "subprocess"], default="process"); s.add_argument("--out", default="")
+    s.add_argument("--waits", choices=["backoff", "flower"], default="backoff",
+                   help="the SuperNodes' waits between pulls (scripts/flower_deploy.sh --waits)")
     t = sub.add_parser("table"); t.add_argument("--out", default=str(HERE / "table.md"))
     a = ap.parse_args(argv)
     if a.what == "schedule" and not (a.K >= 2 and 1 <= a.rounds <= FULL_ROUNDS[a.schedule]):
@@ -182,7 +187,8 @@ def main(argv=None):
     if a.what == "table":
         text = table(a); Path(a.out).write_text(text); print(text, end=""); return 0
     res = imports(a) if a.what == "imports" else schedule(a)
-    out = Path(a.out or HERE / f"schedule_K{a.K}_{a.schedule}_{a.rounds}_packed{'' if a.isolation == 'process' else '_subprocess'}.json")
+    out = Path(a.out or HERE / (f"schedule_K{a.K}_{a.schedule}_{a.rounds}_packed{'' if a.isolation == 'process' else '_subprocess'}"
+                                f"{'_backoff' if a.waits == 'backoff' else ''}.json"))
     out.write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps({k: v for k, v in res.items() if k != "deploy_stdout"}, indent=1)[:3000])
     return 0
