@@ -22,7 +22,7 @@
 # line per message in agent_NAME.jsonl (CPU and wall seconds). --isolation subprocess: Flower's default, one
 # flwr-clientapp process per message running the app bundle the operator submitted.
 # Waits (--waits backoff, the default): each SuperNode is Flower's, started by python -m pfwcp_nb.federation.supernode
-# (notebook 10j_federation_supernode), which pulls again 0.05 s after a message, doubling with each empty pull up to
+# (notebook 10f_federation_supernode), which pulls again 0.05 s after a message, doubling with each empty pull up to
 # Flower's 3 s; --waits flower: flower-supernode itself (a pull every 3 s when there was no message).
 # Prints the thresholds, checks they equal the in-process estimators exactly, and stops every process it
 # started (trap). Certificates, keys, data and logs live in a temporary directory, removed at exit unless --keep.

@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "docs" / "deploy.md").read_text()
 SCRIPT = (ROOT / "scripts" / "flower_deploy.sh").read_text()
 COMMANDS = ("flower-superlink", "flower-supernode", "flwr")
+LAUNCHER = "python -m pfwcp_nb.federation.supernode"     # Flower's SuperNode with shorter waits (its own flags dropped)
+LAUNCHER_FLAGS = r"--(first-wait|max-wait|reply-wait) \S+ "
 
 
 def section(text, title):
@@ -31,6 +33,9 @@ def command_lines(text):
         line = line.split(" #")[0].strip().lstrip("(").strip()
         line = re.sub(r"^cd \S+ && ", "", line)
         line = re.sub(r"^start_supernode ", "flower-supernode ", line)     # the script's wrapper (its extra flags)
+        line = re.sub(r'^"\$\{SUPERNODE\[@\]\}" ', "flower-supernode ", line)  # the script's SuperNode command
+        if line.startswith(LAUNCHER):
+            line = "flower-supernode" + re.sub(LAUNCHER_FLAGS, "", line[len(LAUNCHER):] + " ")
         if not line.startswith(COMMANDS):
             continue
         words = line.split()
@@ -75,8 +80,8 @@ def test_the_superlink_stays_on_loopback_and_agents_get_the_fleet_proxy():
     assert "serve_fleet_proxy" in DEPLOY and "serve_fleet_proxy" in SCRIPT
     # SuperNodes dial the proxy's port, never the SuperLink's
     port = re.search(r"serve_fleet_proxy\((\d+)", DEPLOY).group(1)
-    assert re.search(rf"flower-supernode --superlink \S+:{port} ", DEPLOY)
-    assert 'flower-supernode --superlink "$FLEET"' in SCRIPT
+    assert re.search(rf"(flower-supernode|{LAUNCHER}) --superlink \S+:{port} ", DEPLOY)
+    assert '"${SUPERNODE[@]}" --superlink "$FLEET"' in SCRIPT
 
 
 def test_the_notes_cover_certificate_keys_control_api_and_policy():
@@ -99,3 +104,12 @@ def test_a_flag_that_does_not_exist_is_caught():
     assert flags == ["--superlink", "--trusted-entitie"]
     assert not re.search(re.escape("--trusted-entitie") + r"(?![a-z0-9-])", help_text(cmd))
     assert ("flower-supernode",) in {c for c, f in SCRIPT_CMDS if "--trusted-entities" in f}
+
+
+def test_the_launchers_own_flags_exist_and_the_rest_are_flowers():
+    text = subprocess.run([*LAUNCHER.split(), "--help"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    for flag in ("--first-wait", "--max-wait", "--reply-wait"):
+        assert flag in text
+    (cmd, flags), = command_lines(f"{LAUNCHER} --first-wait 0.05 --superlink h:1 --isolation process")
+    assert cmd == ("flower-supernode",) and flags == ["--isolation", "--superlink"]

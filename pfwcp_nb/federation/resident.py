@@ -45,6 +45,7 @@ def runtime_client(address: str, # the SuperNode's Runtime API, host:port (flowe
                                                  root_certificates=certificates, interceptors=interceptors,
                                                  retry_invoker=make_simple_http_retry_invoker())
 
+# %% ../../nbs/10i_federation_resident.ipynb #a1e00044
 def _beat(client: RuntimeHttpClient) -> bool:
     "One task heartbeat; False (HeartbeatSender retries) if the SuperNode cannot be reached."
     try:
@@ -58,6 +59,8 @@ def pull_task_input(client: RuntimeHttpClient, # the task's Runtime API client (
                     retry: float = 0.01, # seconds before asking again for an object the SuperNode has not yet (Flower: 1)
                    ) -> tuple: # the message, the run's context, the run, the FAB
     "The task's message, context, run and FAB from the SuperNode, as flwr-clientapp pulls them, retrying after `retry` s."
+    if not 0 < retry <= 0.5:
+        raise ValueError(f"`retry` must be in (0, 0.5] seconds, got {retry!r}.")
     res = client.PullTaskInput(PullTaskInputRequest())
     TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = res.task_id, res.run.run_id, res.context.node_id
     context, run, fab = context_from_proto(res.context), run_from_proto(res.run), fab_from_proto(res.fab)

@@ -14,7 +14,7 @@ results/flower_pipeline/deploy_K11.json (50 training, 100 calibration points per
 thresholds checked against the in-process pipeline within the drift measured for the simulation (gaussian_E10.json,
 gaussian.json). Fewer rounds: the per-round cost is extrapolated to the whole schedule (stated as such in the table).
 --waits backoff (default): each SuperNode started by python -m pfwcp_nb.federation.supernode (notebook
-10j_federation_supernode: pulls again 0.05 s after a message, doubling up to 3 s); --waits flower: Flower's 3-s poll."""
+10f_federation_supernode: pulls again 0.05 s after a message, doubling up to 3 s); --waits flower: Flower's 3-s poll."""
 import argparse, json, os, re, resource, subprocess, sys, tempfile, time
 from pathlib import Path
 
