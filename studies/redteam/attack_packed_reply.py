@@ -1,4 +1,4 @@
-"""A malicious peer agent's packed reply that the operator's ServerApp cannot unpack (issue 31's packed messages).
+"""Packed messages (issue 31) that cannot be unpacked: a malicious peer agent's reply to the ServerApp, a malicious server's request to a resident agent.
 
 usage: python studies/redteam/attack_packed_reply.py [--case deep-index|empty-blob|huge-header|bad-sum|all]
 
@@ -14,6 +14,9 @@ built to make the unpacking raise something else than ValueError:
   bad-sum      (control) an index describing more bytes than packed: ValueError, which PollingGrid handles
 The defence holds if ask_each returns with agent 0's answer (agent 1 left out or its junk ignored); it is broken if
 an exception escapes (in a deployment: the ServerApp's run dies, every agent's work of the run is lost).
+The other direction (a malicious server's packed request to an agent) is tried too: the resident agent's `run_task`
+(its Runtime API calls stubbed) with the real pipeline ClientApp and `packing_mod`; it holds if the task ends as an
+error reply and `run_task` returns (the resident keeps serving).
 Exit 0 if the defence held for every case tried, 1 otherwise (the message names each case that broke it)."""
 import argparse, io, json, sys
 import numpy as np
@@ -88,6 +91,43 @@ def attack(case: str) -> tuple:
     return True, f"answers from agents {sorted(got)}; events: {events or 'none'}"
 
 
+def agent_side(case: str) -> tuple:
+    "(held, what happened) for a malicious server's packed request of `case` to a resident agent."
+    import pfwcp_nb.federation.resident as resident
+    from flwr.app import Context
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 7, 1
+    rec, index = CASES[case]()
+    content = RecordDict({PACKED: rec, PACKED + "-index": ConfigRecord({"json": index})})
+    msg = Message(content, dst_node_id=7, message_type="train")
+    ctx = Context(run_id=1, node_id=7, node_config={"partition-id": 1}, state=RecordDict(), run_config={})
+    seen = {}
+    class _Run: fab_id = resident.AGENT_APPS["pipeline"]
+    class _Client:
+        def close(self): pass
+    class _Beat:
+        def __init__(self, fn): pass
+        def start(self): pass
+        def stop(self): pass
+    saved = {n: getattr(resident, n) for n in ("runtime_client", "pull_task_input", "push_message", "push_task_output",
+                                               "HeartbeatSender")}
+    resident.runtime_client = lambda address, certificates, interceptors: _Client()
+    resident.pull_task_input = lambda client: (msg, ctx, _Run(), None)
+    resident.push_message = lambda client, reply, context: seen.update(reply=reply)
+    resident.push_task_output = lambda client, context, status, details: seen.update(status=status)
+    resident.HeartbeatSender = _Beat
+    try:
+        out = resident.run_task(resident.resident_app("pipeline"), "127.0.0.1:9", "token",
+                                serve={resident.AGENT_APPS["pipeline"]})
+    except BaseException as e:      # noqa: BLE001 - what escapes is the finding
+        return False, f"{type(e).__name__} escaped the resident's run_task: {str(e)[:120]}"
+    finally:
+        for n, v in saved.items(): setattr(resident, n, v)
+    rep = seen.get("reply")
+    if rep is None or not rep.has_error() or out["status"] != "failed":
+        return False, f"the task was not refused: {out}"
+    return True, f"error reply: {out['details'][:110]}"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog="Exit 0: the defence held for every case.")
     ap.add_argument("--case", choices=[*CASES, "all"], default="all", help="which malformed packed reply (default: all)")
@@ -95,13 +135,16 @@ def main(argv=None):
     broken = []
     for case in (CASES if a.case == "all" else [a.case]):
         held, what = attack(case)
-        print(f"{case:12s} {'held' if held else 'BROKEN'}: {what}")
-        if not held: broken.append(case)
+        print(f"server {case:12s} {'held' if held else 'BROKEN'}: {what}")
+        if not held: broken.append(f"{case} (to the server)")
+        held, what = agent_side(case)
+        print(f"agent  {case:12s} {'held' if held else 'BROKEN'}: {what}")
+        if not held: broken.append(f"{case} (to an agent)")
     if broken:
-        sys.exit(f"BROKEN: one malicious agent's packed reply ({', '.join(broken)}) aborts the server's round instead "
-                 "of being left out (PollingGrid.pull_messages catches ValueError only; unpack_content lets "
-                 "RecursionError, EOFError and MemoryError through).")
-    print("held: every malformed packed reply was logged and left out")
+        sys.exit(f"BROKEN: a malformed packed message ({', '.join(broken)}) is not refused as an invalid answer: a reply "
+                 "to the server aborts its round instead of being left out (PollingGrid.pull_messages catches "
+                 "ValueError only; unpack_content lets RecursionError, EOFError and MemoryError through).")
+    print("held: every malformed packed message was refused: a reply left out, a request answered with an error")
 
 
 if __name__ == "__main__":
