@@ -12,7 +12,8 @@ pytest.importorskip("flwr")
 ROOT = Path(__file__).resolve().parents[1]
 RT = ROOT / "studies" / "redteam"
 SCRIPTS = ["attack_packed_reply.py", "attack_slow_objects.py", "attack_loop_check.py", "attack_run_budget.py",
-           "attack_local_runtime.py", "attack_live_packed_reply.py", "attack_proxy_slots.py"]
+           "attack_local_runtime.py", "attack_live_packed_reply.py", "attack_proxy_slots.py",
+           "attack_live_proxy_slots.py"]
 
 
 def run(name: str, *args: str) -> subprocess.CompletedProcess:
