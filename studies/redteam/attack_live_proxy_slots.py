@@ -13,7 +13,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from flwr.supercore.primitives.asymmetric import public_key_to_bytes
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attack_fake_uploads import headers        # the first red team's signed node-auth headers
+from proxy_common import headers        # flwr 1.42 node-auth headers, signed
 
 ROOT = Path(__file__).resolve().parents[2]
 

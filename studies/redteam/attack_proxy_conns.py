@@ -10,14 +10,10 @@ as it is closed). A registered agent sends a small signed Fleet request every 0.
 (an agent on another machine). The defence holds if both agents' requests pass; it is broken if the stranger, who
 holds no key, keeps an agent out.
 Exit 0 if the defence held; 1 otherwise, naming which address was locked out."""
-import argparse, collections, os, socket, subprocess, sys, tempfile, threading, time
-from pathlib import Path
-import uvicorn
-from starlette.applications import Starlette
-from starlette.routing import Route
-from flwr.supercore.primitives.asymmetric import generate_key_pairs, public_key_to_bytes
+import argparse, collections, os, socket, sys, threading, time
+from flwr.supercore.primitives.asymmetric import generate_key_pairs
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attack_fake_uploads import PROXY, free_port, headers, sink          # the first red team's proxy set-up
+from proxy_common import proxy_with_sink, signed_request      # the proxy in its own process, a sink, signed requests
 
 
 def idle(port, stop, seen):
@@ -37,18 +33,6 @@ def idle(port, stop, seen):
         stop.wait(0.01)
 
 
-def request(port, keys, source, codes):
-    body = b"x" * 200
-    head = (f"POST /v1/fleet/pull-messages HTTP/1.1\r\nHost: link\r\nContent-Length: {len(body)}\r\n".encode()
-            + b"".join(f"{k}: {v}\r\n".encode() for k, v in headers("agent", keys).items()) + b"\r\n")
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0)) as s:
-            s.sendall(head + body)
-            codes[s.recv(64).split(b" ")[1].decode()] += 1
-    except (OSError, IndexError):
-        codes["closed at once"] += 1
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog="Exit 0: no agent was locked out.")
     ap.add_argument("--conns", type=int, default=64, help="idle connections the stranger keeps (default 64, MAX_PER_CLIENT)")
@@ -57,35 +41,19 @@ def main(argv=None):
     if not 0 <= a.conns <= 200 or not 0 < a.seconds <= 60:
         ap.error("--conns in 0..200 and --seconds in (0, 60]")
     keys = {"agent": generate_key_pairs()}
-    sink_port, proxy_port = free_port(), free_port()
-    srv = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/{p:path}", sink, methods=["POST"])]), port=sink_port,
-                                        log_level="critical"))
-    threading.Thread(target=srv.run, daemon=True).start()
-    stop, seen = threading.Event(), collections.Counter()
+    stop, seen, control = threading.Event(), collections.Counter(), collections.Counter()
     codes = {"127.0.0.1": collections.Counter(), "127.0.0.2": collections.Counter()}
-    with tempfile.TemporaryDirectory(prefix="redteam2_conns_") as d:
-        Path(d, "agent.pem").write_bytes(public_key_to_bytes(keys["agent"][1]))
-        proc = subprocess.Popen([sys.executable, "-c", PROXY, f"http://127.0.0.1:{sink_port}", str(proxy_port),
-                                 str(Path(d, "agent.pem"))], stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(600):
-                try:
-                    socket.create_connection(("127.0.0.1", proxy_port)).close(); break
-                except OSError:
-                    time.sleep(0.05)
-            time.sleep(0.5)
-            control = collections.Counter()
-            request(proxy_port, keys, "127.0.0.1", control)
-            ts = [threading.Thread(target=idle, args=(proxy_port, stop, seen), daemon=True) for _ in range(a.conns)]
-            for t in ts: t.start()
-            time.sleep(1.0)
-            t0 = time.monotonic()
-            while time.monotonic() - t0 < a.seconds:
-                for src in codes:
-                    request(proxy_port, keys, src, codes[src])
-                time.sleep(0.25)
-        finally:
-            stop.set(); proc.terminate(); proc.wait(10); srv.should_exit = True
+    with proxy_with_sink([keys["agent"][1]], quiet=True) as (port, _):
+        signed_request(port, keys, "agent", control)                    # the control: before the attack, it passes
+        ts = [threading.Thread(target=idle, args=(port, stop, seen), daemon=True) for _ in range(a.conns)]
+        for t in ts: t.start()
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < a.seconds:
+            for src in codes:
+                signed_request(port, keys, "agent", codes[src], src)
+            time.sleep(0.25)
+        stop.set()
     print(f"control (before the attack, from 127.0.0.1): {dict(control)}")
     print(f"stranger: {a.conns} idle connections from 127.0.0.1 ({seen['opened']} opened in all)")
     for src, c in codes.items():

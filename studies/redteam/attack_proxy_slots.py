@@ -11,16 +11,10 @@ machine) sends a small signed Fleet request every 0.25 s for SECONDS seconds: pu
 like this. A SuperNode whose heartbeats fail for long enough is taken as offline by the SuperLink, and the server
 leaves its agent out.
 Exit 0 if every honest request passed (the defence held); 1 otherwise, naming how many were refused and how."""
-import argparse, collections, os, socket, subprocess, sys, tempfile, threading, time
-from pathlib import Path
-import uvicorn
-from starlette.applications import Starlette
-from starlette.routing import Route
-from flwr.supercore.primitives.asymmetric import generate_key_pairs, public_key_to_bytes
+import argparse, collections, os, socket, sys, threading, time
+from flwr.supercore.primitives.asymmetric import generate_key_pairs
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attack_fake_uploads import PROXY, free_port, headers, sink          # the first red team's proxy set-up
-
-PROXY2 = PROXY.replace("authorized_keys=[sys.argv[3]]", "authorized_keys=sys.argv[3:]")
+from proxy_common import headers, proxy_with_sink, signed_request      # the proxy in its own process, a sink
 
 
 def slow_upload(port, keys, stop, held):
@@ -38,19 +32,6 @@ def slow_upload(port, keys, stop, held):
             stop.wait(0.05)
 
 
-def honest_request(port, keys, codes):
-    "One small signed Fleet request from 127.0.0.2 (another machine's address); its status code."
-    body = b"x" * 200
-    head = (f"POST /v1/fleet/pull-messages HTTP/1.1\r\nHost: link\r\nContent-Length: {len(body)}\r\n".encode()
-            + b"".join(f"{k}: {v}\r\n".encode() for k, v in headers("honest", keys).items()) + b"\r\n")
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10, source_address=("127.0.0.2", 0)) as s:
-            s.sendall(head + body)
-            codes[s.recv(64).split(b" ")[1].decode()] += 1
-    except (OSError, IndexError):
-        codes["no answer"] += 1
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog="Exit 0: the honest agent's requests passed.")
     ap.add_argument("--slow", type=int, default=32, help="slow uploads the malicious agent keeps open (default 32, MAX_INFLIGHT)")
@@ -59,35 +40,17 @@ def main(argv=None):
     if not 0 <= a.slow <= 60 or not 0 < a.seconds <= 60:
         ap.error("--slow in 0..60 (below MAX_PER_CLIENT) and --seconds in (0, 60]")
     keys = {"liar": generate_key_pairs(), "honest": generate_key_pairs()}
-    sink_port, proxy_port = free_port(), free_port()
-    srv = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/{p:path}", sink, methods=["POST"])]), port=sink_port,
-                                        log_level="critical"))
-    threading.Thread(target=srv.run, daemon=True).start()
-    stop, held, codes = threading.Event(), collections.Counter(), collections.Counter()
-    with tempfile.TemporaryDirectory(prefix="redteam2_proxy_") as d:
-        for who in keys:
-            Path(d, f"{who}.pem").write_bytes(public_key_to_bytes(keys[who][1]))
-        proc = subprocess.Popen([sys.executable, "-c", PROXY2, f"http://127.0.0.1:{sink_port}", str(proxy_port),
-                                 str(Path(d, "liar.pem")), str(Path(d, "honest.pem"))],
-                                stderr=subprocess.DEVNULL)          # its 503 lines and the slow uploads' disconnects
-        try:
-            for _ in range(600):
-                try:
-                    socket.create_connection(("127.0.0.1", proxy_port)).close(); break
-                except OSError:
-                    time.sleep(0.05)
-            time.sleep(0.5)
-            honest_request(proxy_port, keys, codes)             # the control: before the attack, it passes
-            control = dict(codes); codes.clear()
-            ts = [threading.Thread(target=slow_upload, args=(proxy_port, keys, stop, held), daemon=True)
-                  for _ in range(a.slow)]
-            for t in ts: t.start()
-            time.sleep(1.0)
-            t0 = time.monotonic()
-            while time.monotonic() - t0 < a.seconds:
-                honest_request(proxy_port, keys, codes); time.sleep(0.25)
-        finally:
-            stop.set(); proc.terminate(); proc.wait(10); srv.should_exit = True
+    stop, held, codes, control = threading.Event(), collections.Counter(), collections.Counter(), collections.Counter()
+    with proxy_with_sink([keys["liar"][1], keys["honest"][1]], quiet=True) as (port, _):
+        signed_request(port, keys, "honest", control, "127.0.0.2")     # the control: before the attack, it passes
+        ts = [threading.Thread(target=slow_upload, args=(port, keys, stop, held), daemon=True) for _ in range(a.slow)]
+        for t in ts: t.start()
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < a.seconds:
+            signed_request(port, keys, "honest", codes, "127.0.0.2"); time.sleep(0.25)
+        stop.set()
+    control = dict(control)
     print(f"control (before the attack): honest request answered {control}")
     print(f"malicious agent: {a.slow} slow uploads ({dict(held)}); honest agent over {a.seconds:g} s: {dict(codes)}")
     if control != {"200": 1}:
