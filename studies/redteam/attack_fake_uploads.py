@@ -11,45 +11,17 @@ connections at once send a request head with `Content-Length` = MIB MiB and then
                 refused, so MIB must stay at most 16)
 Prints and writes, per case: the status codes, the bytes the sink received, and the proxy's resident memory (VmRSS)
 before and after and its peak (VmHWM) during the case, in MiB."""
-import argparse, base64, collections, json, socket, subprocess, sys, tempfile, threading, time
+import argparse, collections, json, os, socket, sys, threading
 from pathlib import Path
-import uvicorn
-from starlette.applications import Starlette
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route
-from flwr.supercore.date import now
-from flwr.supercore.primitives.asymmetric import generate_key_pairs, public_key_to_bytes, sign_message
-from pfwcp_nb.federation.network import NODE_AUTH_HEADERS
-
-received = collections.Counter()
-
-
-async def sink(request):
-    "The SuperLink's stand-in: reads a body chunk by chunk and keeps only its size."
-    async for chunk in request.stream():
-        received["bytes"] += len(chunk)
-    return PlainTextResponse("ok")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from flwr.supercore.primitives.asymmetric import generate_key_pairs
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxy_common import headers, proxy_with_sink, received      # the proxy in its own process, a sink, signed heads
 
 
 def mem(pid):
     "(VmRSS, VmHWM) of process `pid` in MiB."
     f = dict(l.split(":", 1) for l in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in l)
     return int(f["VmRSS"].split()[0]) / 1024, int(f["VmHWM"].split()[0]) / 1024
-
-
-def headers(case, keys):
-    if case == "fake":
-        return dict.fromkeys(NODE_AUTH_HEADERS, "x" * 40)
-    sk, pk = keys[case]
-    stamp = now().isoformat()
-    return {NODE_AUTH_HEADERS[0]: base64.b64encode(public_key_to_bytes(pk)).decode(),
-            NODE_AUTH_HEADERS[1]: base64.b64encode(sign_message(sk, stamp.encode())).decode(), NODE_AUTH_HEADERS[2]: stamp}
 
 
 def upload(port, case, keys, size, codes):
@@ -71,41 +43,21 @@ def upload(port, case, keys, size, codes):
             codes["closed"] += 1
 
 
-PROXY = """import sys; from pfwcp_nb.federation.network import fleet_proxy_server
-fleet_proxy_server(sys.argv[1], int(sys.argv[2]), authorized_keys=[sys.argv[3]]).run()"""
-
-
 def attack(uploads=24, mib=16):
     "Run the three cases against a fresh proxy process; {case: codes, sink bytes, memory}."
     keys = {"registered": generate_key_pairs(), "unregistered": generate_key_pairs()}
-    sink_port, proxy_port = free_port(), free_port()
-    srv = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/{p:path}", sink, methods=["POST"])]), port=sink_port,
-                                        log_level="warning"))
-    threading.Thread(target=srv.run, daemon=True).start()
-    with tempfile.TemporaryDirectory() as d:
-        Path(d, "node.pem").write_bytes(public_key_to_bytes(keys["registered"][1]))
-        proc = subprocess.Popen([sys.executable, "-c", PROXY, f"http://127.0.0.1:{sink_port}", str(proxy_port),
-                                 str(Path(d, "node.pem"))])
-        try:
-            for _ in range(600):
-                try:
-                    socket.create_connection(("127.0.0.1", proxy_port)).close(); break
-                except OSError:
-                    time.sleep(0.05)
-            time.sleep(0.5)
-            out = {}
-            for case in ("fake", "unregistered", "registered"):
-                received.clear()
-                before, codes = mem(proc.pid), collections.Counter()
-                ts = [threading.Thread(target=upload, args=(proxy_port, case, keys, mib * 2**20, codes)) for _ in range(uploads)]
-                for t in ts: t.start()
-                for t in ts: t.join()
-                after = mem(proc.pid)
-                out[case] = dict(codes=dict(codes), sink_bytes=received["bytes"], rss_before_mib=round(before[0], 1),
-                                 rss_after_mib=round(after[0], 1), peak_rss_mib=round(after[1], 1))
-            return out
-        finally:
-            proc.terminate(); proc.wait(10); srv.should_exit = True
+    with proxy_with_sink([keys["registered"][1]]) as (proxy_port, proc):
+        out = {}
+        for case in ("fake", "unregistered", "registered"):
+            received.clear()
+            before, codes = mem(proc.pid), collections.Counter()
+            ts = [threading.Thread(target=upload, args=(proxy_port, case, keys, mib * 2**20, codes)) for _ in range(uploads)]
+            for t in ts: t.start()
+            for t in ts: t.join()
+            after = mem(proc.pid)
+            out[case] = dict(codes=dict(codes), sink_bytes=received["bytes"], rss_before_mib=round(before[0], 1),
+                             rss_after_mib=round(after[0], 1), peak_rss_mib=round(after[1], 1))
+        return out
 
 
 def main(argv=None):
