@@ -52,6 +52,7 @@
 #     --waits backoff|flower   the SuperNodes' waits between pulls: a backoff from 0.05 s (default), or Flower's 3 s
 # Needs the extra: pip install "pfwcp_nb[flower]", or pip install -e ".[flower]" from a clone. Exit 0 on success, 1 on failure, 2 on bad arguments.
 set -euo pipefail
+umask 077   # keys, certificates, data and logs: readable by this user only (also under --keep DIR)
 
 USAGE="usage: $0 [--agents K>=2] [--test-points M>=1] [--rogue] [--foreign] [--keep DIR] [--isolation process|subprocess] [--waits backoff|flower] [--pipeline [--train-kw JSON] [--train-points N>=2] [--cal-points N>=1] [--tolerance X>=0]]"
 usage() { echo "$USAGE" >&2; exit 2; }

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json, logging, os, time
 from pathlib import Path
 import numpy as np
-from .protocol import PROTOCOLS, check_score_range, check_weight_range
+from .protocol import PROTOCOLS, MAX_JSON_CHARS, check_score_range, check_weight_range
+from .protocol import _load as load_array
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
 import flwr.superlink.grid.http_grid as http_grid
@@ -204,18 +205,21 @@ def unpack_content(rd: RecordDict, # a message's content, packed or not
     if PACKED not in rd.array_records:
         return rd
     try:
-        index = json.loads(rd.config_records[PACKED + "-index"]["json"])
+        text = rd.config_records[PACKED + "-index"]["json"]
+        if not isinstance(text, str) or len(text) > MAX_JSON_CHARS:
+            raise ValueError(f"the index must be a JSON text of at most MAX_JSON_CHARS={MAX_JSON_CHARS} characters")
+        index = json.loads(text)
         blob = rd.array_records[PACKED]["blob"]
         if (set(rd.array_records) != {PACKED} or list(rd.array_records[PACKED]) != ["blob"] or blob.dtype != "uint8"
                 or blob.stype != "numpy.ndarray" or len(blob.shape) != 1):
             raise ValueError("the packed record must be one 1-d uint8 array 'blob'")
-        data = blob.numpy().tobytes()
+        data = load_array(blob, tuple(blob.shape), np.uint8, who, "blob").tobytes()   # header read before allocation
         ok = lambda e: (isinstance(e, list) and len(e) == 6 and all(isinstance(x, str) for x in (e[0], e[1], e[2], e[4]))
                         and isinstance(e[3], list) and all(type(d) is int and d >= 0 for d in e[3])
                         and type(e[5]) is int and e[5] >= 0)
         if not isinstance(index, list) or not all(ok(e) for e in index) or sum(e[5] for e in index) != len(data):
             raise ValueError(f"the index does not describe the {len(data)} packed bytes")
-    except (KeyError, TypeError, json.JSONDecodeError, ValueError) as e:
+    except (KeyError, TypeError, json.JSONDecodeError, ValueError, RecursionError) as e:    # RecursionError: a deep index
         raise ValueError(f"{who}: an invalid packed message: {e}") from None
     recs, at = {}, 0
     for rname, key, dtype, shape, stype, n in index:
@@ -314,8 +318,9 @@ def deployed_main(grid: Grid, context: Context) -> None:
 @server_app.main()
 def server_main(grid: Grid, context: Context) -> None:
     """What `flwr run` calls (in its own flwr-serverapp process): `deployed_main` over Flower's Grid in a `PollingGrid`
-    (replies pulled every 0.1 s, arrays packed; a reply's objects asked for again after 0.01 s, `quick_object_pulls`)."""
-    quick_object_pulls(http_grid)
+    (replies pulled every 0.1 s, arrays packed; a reply's objects asked for again after 0.01 s and given up on after
+    the run's node-timeout, `quick_object_pulls`)."""
+    quick_object_pulls(http_grid, max_time=float(run_config_values(context.run_config)["node-timeout"]))
     deployed_main(PollingGrid(grid), context)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #b2350ea0
@@ -439,8 +444,9 @@ def deployed_pipeline(grid: Grid, context: Context) -> None:
 @pipeline_server_app.main()
 def pipeline_server_main(grid: Grid, context: Context) -> None:
     """What `flwr run` calls (in its own flwr-serverapp process): `deployed_pipeline` over Flower's Grid in a `PollingGrid`
-    (replies pulled every 0.1 s, arrays packed; a reply's objects asked for again after 0.01 s, `quick_object_pulls`)."""
-    quick_object_pulls(http_grid)
+    (replies pulled every 0.1 s, arrays packed; a reply's objects asked for again after 0.01 s and given up on after
+    the run's node-timeout, `quick_object_pulls`)."""
+    quick_object_pulls(http_grid, max_time=float(pipeline_run_config(context.run_config)["node-timeout"]))
     deployed_pipeline(PollingGrid(grid), context)
 
 # %% ../../nbs/10g_federation_deploy.ipynb #e5a2a77c

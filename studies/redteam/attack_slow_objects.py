@@ -74,14 +74,14 @@ def main(argv=None):
     if a.objects < 1 or not 0 < a.gap < TTL or a.round_timeout <= 0:
         ap.error("--objects >= 1, 0 < --gap < 180 and --round-timeout > 0")
     mod = types.SimpleNamespace(pull_objects=pull_objects, __name__="http_grid (copy)")
-    quick_object_pulls(mod)                            # exactly what server_main does to http_grid
+    quick_object_pulls(mod, max_time=a.round_timeout)  # exactly what server_main does to http_grid (node-timeout)
     res = {"pfwcp (quick retries)": run_pull(mod.pull_objects, a.objects, a.gap),
            "flower's own": run_pull(pull_objects, a.objects, a.gap)}
     for name, r in res.items():
         print(f"{name:22s} held the ServerApp {r['held_s']:.0f} virtual s for one reply; {r['requests']} PullObject "
               f"requests ({r['rate']:.2f}/s); {r['outcome'][:100]}")
     ours, broke = res["pfwcp (quick retries)"], []
-    if ours["held_s"] > a.round_timeout:
+    if ours["held_s"] > a.round_timeout + 0.5:                 # + the last retry wait (quick_object_pulls cap)
         broke.append(f"one peer held the ServerApp's round {ours['held_s']:.0f} s, above its round timeout "
                      f"{a.round_timeout:.0f} s (pull_objects' max_time is Flower's 7200 s; PollingGrid checks its "
                      "timeout only between pulls)")
