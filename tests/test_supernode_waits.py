@@ -73,7 +73,8 @@ def test_the_patch_counts_pulls_and_shortens_object_retries(monkeypatch):
     monkeypatch.setattr(supernode_loop, "_pull_and_store_message", lambda **kw: next(answers))
     clock = sn.SuperNodeClock(sn.Backoff(0.05, 3.0))
     original = sn.patch_supernode(clock)
-    assert supernode_loop.time is clock and supernode_loop.pull_objects.keywords == {"initial_backoff": 0.01, "backoff_cap": 0.5}
+    assert supernode_loop.time is clock
+    assert supernode_loop.pull_objects.keywords == {"initial_backoff": 0.01, "backoff_cap": 0.5, "max_time": 7200.0}
     waits = []
     for _ in range(3):
         supernode_loop._pull_and_store_message(state=None)
@@ -152,3 +153,12 @@ def test_the_resident_pull_retries_objects_after_its_own_short_wait(monkeypatch)
     with pytest.raises(RuntimeError, match="stop here"):
         resident.pull_task_input(_Client(), retry=0.02)
     assert seen["initial_backoff"] == 0.02 and seen["backoff_cap"] == 0.5
+
+
+def test_quick_object_pulls_bounds_the_time_and_refuses_a_bad_one():
+    m = types.SimpleNamespace(pull_objects=pull_objects, __name__="stand_in")
+    sn.quick_object_pulls(m, max_time=120.0)
+    assert m.pull_objects.keywords["max_time"] == 120.0
+    for bad in (0, -1, 10**5):
+        with pytest.raises(ValueError, match="`max_time` must be in"):
+            sn.quick_object_pulls(types.SimpleNamespace(pull_objects=pull_objects, __name__="x"), max_time=bad)
