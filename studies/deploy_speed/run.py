@@ -6,7 +6,7 @@ usage: python studies/deploy_speed/run.py imports [--repeat 3] [--out studies/de
        python studies/deploy_speed/run.py schedule [--K 11] [--rounds R] [--schedule E10|paper]
                                                    [--isolation process|subprocess] [--waits backoff|flower]
                                                    [--out studies/deploy_speed/schedule_K11_E10_R_packed[_backoff].json]
-       python studies/deploy_speed/run.py table [--out studies/deploy_speed/README_table.md]
+       python studies/deploy_speed/run.py table [--out studies/deploy_speed/table.md]   # also summary.md (whole runs)
 `schedule` runs scripts/flower_deploy.sh --pipeline with R rounds of gaussian_E10.json's schedule (per round ten local
 predictor epochs and one FedAdam step of the ratio classifiers; R = 600 is the whole schedule; --schedule paper: the
 paper's, gaussian.json's, one local epoch per round, 5000 rounds), the sizes of
@@ -112,17 +112,19 @@ def schedule(a) -> dict:
 
 
 def table(a) -> str:
-    "The README's table: today's process per message (deploy_K11.json) next to resident agents (schedule_K11_*.json)."
+    """The README's table: today's process per message (deploy_K11.json) next to resident agents (schedule_K*.json of at
+    least 60 rounds; files without `waits` were run before the backoff, with Flower's 3-s poll)."""
     today = json.loads(TODAY.read_text())
-    runs = sorted((json.loads(f.read_text()) for f in HERE.glob("schedule_K*.json")),
-                  key=lambda r: (-r["K"], r["transport"] == "packed", r["rounds"]))
+    runs = sorted((r for f in HERE.glob("schedule_K*.json") if (r := json.loads(f.read_text()))["rounds"] >= 60),
+                  key=lambda r: (-r["K"], r.get("waits", "flower") == "backoff", r["transport"] == "packed", r["rounds"]))
     imp = json.loads((HERE / "imports.json").read_text())["imports"]
     f = lambda x: f"{x:.1f}"
     hours = lambda x: f"{x:.0f} = {x / 3600:.1f} h"
     d = today["deployment_seconds"]
     head = ["| stage (gaussian, 50/100/500 points per agent) | today: K = 11, a process per message, 5 rounds (s) | "
-            + " | ".join(f"resident agents: K = {r['K']}, {r['rounds']} rounds of {r['schedule']}, arrays "
-                         f"{'packed' if r['transport'] == 'packed' else 'one object each'} (s)" for r in runs) + " |",
+            + " | ".join(f"resident agents, arrays {'packed' if r['transport'] == 'packed' else 'one object each'}, "
+                         + ("waits as a backoff" if r.get("waits", "flower") == "backoff" else "Flower's 3-s poll")
+                         + f": K = {r['K']}, {r['rounds']} rounds of {r['schedule']} (s)" for r in runs) + " |",
             "|---|---|" + "---|" * len(runs)]
     S = lambda key: [f(r["seconds"]["server"][key]) for r in runs]
     rows = [("start-up (certificates, keys, data, SuperLink, proxy, key registration, SuperNodes)", f(d["start_up"]),
@@ -170,6 +172,32 @@ def table(a) -> str:
     return "\n".join(out) + "\n"
 
 
+def summary() -> str:
+    "The README's short table: every schedule run whole on the deployment, next to the targets and the process per message."
+    today = json.loads(TODAY.read_text())
+    d = today["deployment_seconds"]
+    whole = sorted((r for f in HERE.glob("schedule_K*.json") if (r := json.loads(f.read_text()))["rounds"] == r["full_rounds"]),
+                   key=lambda r: -r["K"])
+    target = {600: "1 h", 5000: "3 h"}
+    sim = {"E10": json.loads(E10.read_text())["coverage_flower"], "paper": json.loads(PAPER.read_text())["coverage_flower"]}
+    today_h = (d["wall"] - d["in_process_reference"] - d["server"]["training"] + 600 * d["server"]["training"] / today["rounds"]) / 3600
+    out = ["| schedule on the deployment (gaussian, resident agents, packed, waits as a backoff) | end to end | target | "
+           "per round | calibration, per exchange | an agent's CPU per message (median) | thresholds vs in process "
+           "(max diff / tolerance: the simulation's drift) | coverage: deployment / in process / Flower's simulation |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in whole:
+        s_ = r["seconds"]
+        out.append(f"| {r['full_rounds']} rounds of {r['schedule']} at K = {r['K']} | "
+                   f"{(s_['wall'] - s_['in_process_reference']) / 3600:.2f} h (measured) | {target[r['full_rounds']]} | "
+                   f"{s_['per_round']:.2f} s | {s_['server']['calibration'] / 4:.2f} s | {r['agents']['all_cpu']['median']:.2f} s | "
+                   f"{r['thresholds_max_abs_diff']:.2g} / {r['tolerance']:.2g} | {r['coverage']['deployment']:.3f} / "
+                   f"{r['coverage']['in_process']:.3f} / {sim[r['schedule']]:.3f} |")
+    out.append(f"| before (issue 31 filed): 600 rounds of E10 at K = 11, a process per message | {today_h:.1f} h "
+               f"(extrapolated from {today['rounds']} rounds) | 1 h | {d['server']['training'] / today['rounds']:.1f} s | "
+               f"{d['server']['calibration'] / 4:.1f} s | the import alone: {min(today['import_seconds']):.1f} s or more | | |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -185,7 +213,8 @@ def main(argv=None):
     if a.what == "schedule" and not (a.K >= 2 and 1 <= a.rounds <= FULL_ROUNDS[a.schedule]):
         ap.error(f"--K must be >= 2 and --rounds in 1..{FULL_ROUNDS[a.schedule]} for --schedule {a.schedule}, got {a.K}, {a.rounds}")
     if a.what == "table":
-        text = table(a); Path(a.out).write_text(text); print(text, end=""); return 0
+        text = table(a); Path(a.out).write_text(text); print(text, end="")
+        (HERE / "summary.md").write_text(summary()); return 0
     res = imports(a) if a.what == "imports" else schedule(a)
     out = Path(a.out or HERE / (f"schedule_K{a.K}_{a.schedule}_{a.rounds}_packed{'' if a.isolation == 'process' else '_subprocess'}"
                                 f"{'_backoff' if a.waits == 'backoff' else ''}.json"))
