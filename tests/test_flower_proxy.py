@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from pfwcp_nb.federation import network
 from pfwcp_nb.federation.protocol import MAX_JSON_CHARS
-from pfwcp_nb.federation.network import FLEET_ROUTES, MAX_FLEET_BODY, NODE_AUTH_HEADERS, fleet_proxy_app
+from pfwcp_nb.federation.network import FLEET_ROUTES, MAX_FLEET_BODY, MAX_PER_KEY, NODE_AUTH_HEADERS, fleet_proxy_app
 
 FAKE = dict.fromkeys(NODE_AUTH_HEADERS, "x")   # present, made up: the issue's attack (refused since issue 30)
 
@@ -105,6 +105,9 @@ def test_bodies_above_the_limit_are_refused_with_or_without_content_length(upstr
 def test_proxy_options_are_checked():
     with pytest.raises(ValueError, match="max_body"):
         fleet_proxy_app("https://x:1", max_body=0)
+    for bad in [dict(max_per_key=-1), dict(max_per_key=2.5), dict(min_body_rate=float("nan")), dict(body_grace=0)]:
+        with pytest.raises(ValueError, match=f"`{next(iter(bad))}` must be"):
+            fleet_proxy_app("https://x:1", **bad)
 
 
 def test_fake_or_foreign_signatures_are_refused_before_the_body_is_read(upstream, node_auth, tmp_path):
@@ -155,5 +158,15 @@ def test_concurrent_fake_uploads_leave_the_proxy_memory_flat_and_admitted_ones_s
         assert c[case]["codes"] == {"401": 24} and c[case]["sink_bytes"] == 0
         assert c[case]["peak_rss_mib"] - c[case]["rss_before_mib"] < 4       # buffered: 24 x 16 MiB = 384 MiB
     reg = c["registered"]                                 # admitted bodies stream: about 1 MiB per request in flight
-    assert reg["codes"] == {"200": 24} and reg["sink_bytes"] == 24 * 16 * 2**20
+    admitted = reg["codes"].get("200", 0)                 # one key: at most MAX_PER_KEY at once (red team 2), the rest 503
+    assert set(reg["codes"]) <= {"200", "503"} and sum(reg["codes"].values()) == 24 and admitted >= MAX_PER_KEY
+    assert reg["sink_bytes"] == admitted * 16 * 2**20
     assert reg["peak_rss_mib"] - reg["rss_before_mib"] < 24 + 16
+
+
+def test_tls_private_keys_are_written_for_their_owner_only(tmp_path):
+    # red team 2 (attack_local_runtime.py, files): certs/server.key and certs/ca.key were readable by any local user
+    (tmp_path / "server.key").write_bytes(b"an older key"); (tmp_path / "server.key").chmod(0o644)
+    network.make_tls_files(tmp_path)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes["ca.key"] == modes["server.key"] == 0o600 and b"PRIVATE KEY" in (tmp_path / "server.key").read_bytes()

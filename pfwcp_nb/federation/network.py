@@ -4,12 +4,12 @@
 
 # %% ../../nbs/10h_federation_network.ipynb #131b3dba
 from __future__ import annotations
-import asyncio, base64, binascii, collections, contextlib, datetime, ipaddress, logging, math
+import asyncio, base64, binascii, collections, contextlib, datetime, ipaddress, logging, math, os
 from pathlib import Path
 try:
     import httpx, uvicorn   # Flower's own HTTP stack (the SuperLink serves its APIs with them): the Fleet-only proxy
     from starlette.applications import Starlette
-    from starlette.requests import Request
+    from starlette.requests import ClientDisconnect, Request
     from starlette.background import BackgroundTask
     from starlette.responses import PlainTextResponse, Response, StreamingResponse
     from starlette.routing import Route
@@ -20,6 +20,7 @@ try:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.exceptions import UnsupportedAlgorithm
     from flwr.common.constant import SYSTEM_TIME_TOLERANCE, TIMESTAMP_TOLERANCE   # flwr's window for a signed timestamp
+    from flwr.supercore.constant import FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PULLS, FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PUSHES
     from flwr.supercore.date import now as flwr_now
     from flwr.supercore.primitives.asymmetric import bytes_to_public_key, public_key_to_bytes, verify_signature
 except ImportError as e:   # the one optional extra of the package
@@ -28,9 +29,9 @@ except ImportError as e:   # the one optional extra of the package
 from .._validate import check_pos_int
 
 # %% auto #0
-__all__ = ['FLEET_PREFIX', 'FLEET_ROUTES', 'NODE_AUTH_HEADERS', 'MAX_FLEET_BODY', 'MAX_INFLIGHT', 'BODY_TIMEOUT',
-           'HEADER_TIMEOUT', 'MAX_PER_CLIENT', 'load_authorized_keys', 'node_auth_refusal', 'fleet_proxy_app',
-           'fleet_proxy_server', 'serve_fleet_proxy', 'make_tls_files']
+__all__ = ['FLEET_PREFIX', 'FLEET_ROUTES', 'NODE_AUTH_HEADERS', 'MAX_FLEET_BODY', 'MAX_INFLIGHT', 'MAX_PER_KEY', 'BODY_TIMEOUT',
+           'MIN_BODY_RATE', 'BODY_GRACE', 'HEADER_TIMEOUT', 'MAX_PER_CLIENT', 'load_authorized_keys',
+           'node_auth_refusal', 'fleet_proxy_app', 'fleet_proxy_server', 'serve_fleet_proxy', 'make_tls_files']
 
 # %% ../../nbs/10h_federation_network.ipynb #a4133842
 FLEET_PREFIX = "/v1/fleet/"   # the SuperLink's Fleet API routes (flwr 1.42); everything else is Control/runtime API
@@ -49,11 +50,18 @@ _HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "cont
 # %% ../../nbs/10h_federation_network.ipynb #0593d50a
 MAX_INFLIGHT = 32      # requests the proxy streams to the SuperLink at once (each holds a few 64 KiB chunks, not its body)
 
+MAX_PER_KEY = max(FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PUSHES, FLWR_PRIVATE_MAX_CONCURRENT_OBJ_PULLS) + 2   # requests in flight per SuperNode key: its object pushes or pulls at once, its heartbeat, one spare
+
 BODY_TIMEOUT = 30.0    # seconds a client has to send a request's body
+
+MIN_BODY_RATE = 16384  # bytes a second a body must keep up once BODY_GRACE has passed (below: a trickle, cut with 408)
+
+BODY_GRACE = 5.0       # seconds a body may take before MIN_BODY_RATE applies
 
 HEADER_TIMEOUT = 10.0  # seconds a connection has to send a request's headers (on connecting, and after each response)
 
-MAX_PER_CLIENT = 64    # connections open at once from one client address (above: closed at once)
+MAX_PER_CLIENT = 64    # connections open at once from one client address (above: its oldest without a request head is closed)
+
 
 # %% ../../nbs/10h_federation_network.ipynb #6f355450
 def load_authorized_keys(paths, # public key files of the registered SuperNodes (OpenSSH `.pub`, as `flwr supernode register` takes, or PEM)
@@ -100,28 +108,46 @@ def node_auth_refusal(headers, # the request's headers (a mapping)
 
 # %% ../../nbs/10h_federation_network.ipynb #0806f47b
 class _BodyRefused(Exception):
-    "Raised while a request body streams to the SuperLink: too long (413) or too slow (408)."
+    "Raised while a request body streams to the SuperLink: too long (413), too slow (408) or cut off by its client (400)."
     def __init__(self, why: str, code: int):
         super().__init__(why); self.why, self.code = why, code
 
+# %% ../../nbs/10h_federation_network.ipynb #5b1e7c20
+def _check_positive(x, # the value to check
+                    name: str, # the argument's name, for the message
+                    unit: str = "seconds", # what it counts
+                   ) -> float:
+    "A finite number > 0 (a timeout, a rate)."
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not (math.isfinite(x) and x > 0):
+        raise ValueError(f"`{name}` must be a finite number of {unit} > 0, got {x!r}.")
+    return float(x)
+
+
 # %% ../../nbs/10h_federation_network.ipynb #9da46c64
-async def _bounded_body(request: Request, max_body: int, body_timeout: float):
-    "The request body, chunk by chunk as it arrives (nothing buffered), cut off above `max_body` bytes or `body_timeout` s."
+async def _bounded_body(request: Request, max_body: int, body_timeout: float, min_rate: float, grace: float):
+    """The request body, chunk by chunk as it arrives (nothing buffered), cut off above `max_body` bytes (413), after
+    `body_timeout` s or as soon as it falls below `min_rate` bytes a second once `grace` s have passed (408: a trickle)."""
     loop, chunks, size = asyncio.get_running_loop(), request.stream().__aiter__(), 0
-    deadline = loop.time() + body_timeout
+    start = loop.time()
     while True:
+        whole, paced = start + body_timeout, start + grace + size / min_rate   # the next chunk is due by both
         try:
-            chunk = await asyncio.wait_for(chunks.__anext__(), max(deadline - loop.time(), 0.0))
+            chunk = await asyncio.wait_for(chunks.__anext__(), max(min(whole, paced) - loop.time(), 0.0))
         except StopAsyncIteration:
             return
         except TimeoutError:
-            raise _BodyRefused(f"request body not received within body_timeout={body_timeout} s.", 408) from None
+            why = (f"within body_timeout={body_timeout:g} s" if whole <= paced else
+                   f"at min_body_rate={min_rate:g} bytes a second after {grace:g} s ({size} bytes came)")
+            raise _BodyRefused(f"request body not received {why}.", 408) from None
+        except ClientDisconnect:                           # the client hung up mid-body: one line in the log, no traceback
+            raise _BodyRefused(f"the client closed the connection after {size} bytes of its body.", 400) from None
         if not chunk:
             continue                                       # starlette's closing empty chunk
         size += len(chunk)
         if size > max_body:
             raise _BodyRefused(f"request body above max_body={max_body} bytes refused.", 413)
         yield chunk
+
 
 # %% ../../nbs/10h_federation_network.ipynb #425c803a
 def _refuse(why: str, code: int) -> Response:
@@ -147,6 +173,47 @@ def _admission(request: Request, max_body: int, authorized) -> Response | None:
         return _refuse(f"request body of {size[:30]} bytes refused (at most max_body={max_body}).", 413)
     return None
 
+# %% ../../nbs/10h_federation_network.ipynb #7c2a9e10
+class _Slots:
+    "Requests in flight, at most `max_inflight` in all and `max_per_key` per SuperNode key: one key cannot take every slot."
+    def __init__(self, max_inflight: int, max_per_key: int):
+        self.max_inflight, self.max_per_key = check_pos_int(max_inflight, "max_inflight"), check_pos_int(max_per_key, "max_per_key")
+        self.total, self.per_key = 0, collections.Counter()
+
+    def take(self, key: bytes) -> str | None:
+        "Take a slot for `key` (the request's verified public key): None, or why not."
+        if self.per_key[key] >= self.max_per_key:
+            return f"this SuperNode key has {self.max_per_key} requests in flight (max_per_key); try again."
+        if self.total >= self.max_inflight:
+            return f"{self.max_inflight} requests in flight; try again."
+        self.per_key[key] += 1; self.total += 1
+        return None
+
+    def give(self, key: bytes) -> None:
+        "Give `key`'s slot back (its request was forwarded or refused)."
+        self.total -= 1; self.per_key[key] -= 1
+        if not self.per_key[key]:
+            del self.per_key[key]                          # the count of a key with nothing in flight is dropped
+
+
+# %% ../../nbs/10h_federation_network.ipynb #7c2a9e12
+async def _stream(client: httpx.AsyncClient, request: Request, body) -> Response:
+    "Send an admitted request to the SuperLink with its body streamed from `body`, and stream the answer back (not a redirect)."
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP - {"content-length"}}
+    req = client.build_request("POST", request.scope["raw_path"].decode("latin-1"), headers=headers, content=body)
+    try:
+        r = await client.send(req, stream=True)            # the body streams through; nothing is buffered whole
+    except _BodyRefused as e:
+        return _refuse(e.why, e.code)
+    except httpx.HTTPError as e:
+        return _refuse(f"the SuperLink is unreachable ({type(e).__name__})", 502)
+    if 300 <= r.status_code < 400:                         # a redirect would name the SuperLink's internal address
+        await r.aclose()
+        return _refuse(f"the SuperLink answered {r.status_code} (a redirect); not forwarded.", 502)
+    return StreamingResponse(r.aiter_bytes(), status_code=r.status_code, background=BackgroundTask(r.aclose),
+                             headers={k: v for k, v in r.headers.items() if k.lower() not in _HOP})
+
+
 # %% ../../nbs/10h_federation_network.ipynb #6e66fe27
 def fleet_proxy_app(upstream: str, # the SuperLink's address on its own machine, e.g. "https://127.0.0.1:9093"
                     root_certificates: str | None = None, # CA file that signed the SuperLink's certificate
@@ -154,33 +221,29 @@ def fleet_proxy_app(upstream: str, # the SuperLink's address on its own machine,
                     max_inflight: int = MAX_INFLIGHT, # requests streamed to the SuperLink at once (503 above)
                     body_timeout: float = BODY_TIMEOUT, # seconds to read a request's whole body (408 after)
                     authorized_keys=None, # public key files of the registered SuperNodes (None: any key whose signature verifies)
+                    max_per_key: int = MAX_PER_KEY, # requests in flight per SuperNode key (503 above)
+                    min_body_rate: float = MIN_BODY_RATE, # bytes a second a body must keep up after `body_grace` s (408 below)
+                    body_grace: float = BODY_GRACE, # seconds before `min_body_rate` applies
                    ) -> Starlette:
     "An ASGI app that streams the 12 Fleet routes (POST, exact raw path, a valid SuperNode signature, bounded body in bounded time) to the SuperLink; 403/401/413/408/503 to everything else."
     client = httpx.AsyncClient(base_url=upstream, verify=root_certificates or True, timeout=httpx.Timeout(120.0))
-    max_body, slots = check_pos_int(max_body, "max_body"), asyncio.Semaphore(check_pos_int(max_inflight, "max_inflight"))
+    max_body, slots = check_pos_int(max_body, "max_body"), _Slots(max_inflight, max_per_key)
+    pace = (_check_positive(body_timeout, "body_timeout"), _check_positive(min_body_rate, "min_body_rate", "bytes a second"),
+            _check_positive(body_grace, "body_grace"))
     authorized = None if authorized_keys is None else load_authorized_keys(authorized_keys)
 
     async def forward(request: Request) -> Response:
         refused = _admission(request, max_body, authorized)
         if refused is not None:
             return refused
-        if slots.locked():                                 # idle connections hold no slot: only requests in flight
-            return _refuse(f"{max_inflight} requests in flight; try again.", 503)
-        async with slots:
-            headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP - {"content-length"}}
-            req = client.build_request("POST", request.scope["raw_path"].decode("latin-1"), headers=headers,
-                                       content=_bounded_body(request, max_body, body_timeout))
-            try:
-                r = await client.send(req, stream=True)    # the body streams through; nothing is buffered whole
-            except _BodyRefused as e:
-                return _refuse(e.why, e.code)
-            except httpx.HTTPError as e:
-                return _refuse(f"the SuperLink is unreachable ({type(e).__name__})", 502)
-            if 300 <= r.status_code < 400:                 # a redirect would name the SuperLink's internal address
-                await r.aclose()
-                return _refuse(f"the SuperLink answered {r.status_code} (a redirect); not forwarded.", 502)
-            return StreamingResponse(r.aiter_bytes(), status_code=r.status_code, background=BackgroundTask(r.aclose),
-                                     headers={k: v for k, v in r.headers.items() if k.lower() not in _HOP})
+        key = base64.b64decode(request.headers[NODE_AUTH_HEADERS[0]])   # its signature verified by `_admission`
+        why = slots.take(key)                              # idle connections hold no slot: only requests in flight
+        if why is not None:
+            return _refuse(why, 503)
+        try:
+            return await _stream(client, request, _bounded_body(request, max_body, *pace))
+        finally:
+            slots.give(key)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -189,21 +252,30 @@ def fleet_proxy_app(upstream: str, # the SuperLink's address on its own machine,
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     return Starlette(routes=[Route("/{path:path}", forward, methods=methods)], lifespan=lifespan)
 
+
+# %% ../../nbs/10h_federation_network.ipynb #8a3f0c10
+def _to_close(conns: list, # one address's open connections (`_GuardedH11`), oldest first
+              new, # the one just opened, over the limit
+             ):
+    "Which connection of an address over `max_per_client` to close: its oldest that has not sent a whole request head, else `new`."
+    return next((p for p in conns if p is not new and p.cycle is None and not p.transport.is_closing()), new)
+
+
 # %% ../../nbs/10h_federation_network.ipynb #d35aba8e
 class _GuardedH11(H11Protocol):
     """uvicorn's HTTP/1.1 protocol with a header read timeout (a connection that has not sent a whole request head within
-    `header_timeout` seconds is closed) and a limit of connections per client address. Made by `_guarded_protocol`."""
+    `header_timeout` seconds is closed) and a limit of connections per client address (`_to_close`). Made by `_guarded_protocol`."""
     header_timeout, max_per_client, open_per_client = HEADER_TIMEOUT, MAX_PER_CLIENT, None
 
     def connection_made(self, transport):
         super().connection_made(transport)
-        self._client_key = self.client[0] if self.client else None
-        self.open_per_client[self._client_key] += 1
-        self._head_timer = None
-        if self.open_per_client[self._client_key] > self.max_per_client:
-            transport.close()                              # over the per-client limit: refused at once
-            return
-        self._arm()
+        self._client_key, self._head_timer = (self.client[0] if self.client else None), None
+        conns = self.open_per_client[self._client_key]
+        conns[self] = None                                 # the address's connections, oldest first (a dict keeps the order)
+        if sum(not p.transport.is_closing() for p in conns) > self.max_per_client:
+            _to_close(list(conns), self).transport.close() # over the limit: its oldest without a request head
+        if not transport.is_closing():
+            self._arm()
 
     def _arm(self):
         if self._head_timer is not None:
@@ -228,16 +300,20 @@ class _GuardedH11(H11Protocol):
     def connection_lost(self, exc):
         if self._head_timer is not None:
             self._head_timer.cancel()
-        self.open_per_client[self._client_key] -= 1
+        conns = self.open_per_client[self._client_key]
+        conns.pop(self, None)
+        if not conns:
+            del self.open_per_client[self._client_key]
         super().connection_lost(exc)
+
 
 # %% ../../nbs/10h_federation_network.ipynb #9c5a690a
 def _guarded_protocol(header_timeout: float, max_per_client: int) -> type:
-    "A `_GuardedH11` class with these limits and its own count of connections per client."
-    if not (isinstance(header_timeout, (int, float)) and math.isfinite(header_timeout) and header_timeout > 0):
-        raise ValueError(f"`header_timeout` must be a finite number of seconds > 0, got {header_timeout!r}.")
-    return type("GuardedH11", (_GuardedH11,), {"header_timeout": float(header_timeout), "open_per_client": collections.Counter(),
+    "A `_GuardedH11` class with these limits and its own record of the connections per client address."
+    return type("GuardedH11", (_GuardedH11,), {"header_timeout": _check_positive(header_timeout, "header_timeout"),
+                                               "open_per_client": collections.defaultdict(dict),
                                                "max_per_client": check_pos_int(max_per_client, "max_per_client")})
+
 
 # %% ../../nbs/10h_federation_network.ipynb #4d2e4cc4
 def fleet_proxy_server(upstream: str, # the SuperLink, e.g. "https://127.0.0.1:9093" (bound to loopback)
@@ -249,13 +325,17 @@ def fleet_proxy_server(upstream: str, # the SuperLink, e.g. "https://127.0.0.1:9
                        max_inflight: int = MAX_INFLIGHT, # requests read and forwarded at once (503 above)
                        header_timeout: float = HEADER_TIMEOUT, # seconds to send a request head (closed after)
                        body_timeout: float = BODY_TIMEOUT, # seconds to send a request body (408 after)
-                       max_per_client: int = MAX_PER_CLIENT, # connections at once from one address (closed above)
+                       max_per_client: int = MAX_PER_CLIENT, # connections at once from one address (above: its oldest head-less one closed)
                        authorized_keys=None, # public key files of the registered SuperNodes (None: any key whose signature verifies)
+                       max_per_key: int = MAX_PER_KEY, # requests in flight per SuperNode key (503 above)
+                       min_body_rate: float = MIN_BODY_RATE, # bytes a second a body must keep up after `body_grace` s (408 below)
+                       body_grace: float = BODY_GRACE, # seconds before `min_body_rate` applies
                       ) -> uvicorn.Server:
     "The proxy's uvicorn server: idle connections hold no worker (no `limit_concurrency`), heads and bodies are read in bounded time."
     if (certfile is None) != (keyfile is None):
         raise ValueError("give both `certfile` and `keyfile` (TLS), or neither (plain HTTP, for tests on loopback).")
-    app = fleet_proxy_app(upstream, root_certificates, max_body, max_inflight, body_timeout, authorized_keys)
+    app = fleet_proxy_app(upstream, root_certificates, max_body, max_inflight, body_timeout, authorized_keys,
+                          max_per_key=max_per_key, min_body_rate=min_body_rate, body_grace=body_grace)
     config = uvicorn.Config(app, host=host, port=check_pos_int(port, "port"), ssl_certfile=certfile, ssl_keyfile=keyfile,
                             log_level="warning", http=_guarded_protocol(header_timeout, max_per_client), lifespan="on")
     return uvicorn.Server(config)
@@ -266,10 +346,19 @@ def serve_fleet_proxy(port: int, # the port agents connect to (`flower-supernode
                       certfile: str, keyfile: str, # TLS certificate (for the host name agents use) and its key
                       root_certificates: str | None = None, # CA of the SuperLink's certificate
                       host: str = "127.0.0.1", # the interface to listen on (a deployment: the public one)
-                      **limits, # `fleet_proxy_server`'s limits: max_body, max_inflight, header_timeout, body_timeout, max_per_client, authorized_keys
+                      **limits, # `fleet_proxy_server`'s limits: max_body, max_inflight, max_per_key, header_timeout, body_timeout, min_body_rate, body_grace, max_per_client, authorized_keys
                      ) -> None:
     "Serve `fleet_proxy_app` over TLS until interrupted (scripts/flower_deploy.sh runs it as its own process)."
     fleet_proxy_server(upstream, port, host, certfile, keyfile, root_certificates, **limits).run()
+
+# %% ../../nbs/10h_federation_network.ipynb #9b4d2e10
+def _write_private(path: Path, data: bytes) -> None:
+    "Write a private key readable and writable by its owner only (mode 600), also over an existing file with another mode."
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)                                   # O_CREAT's mode applies only to a new file
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
 
 # %% ../../nbs/10h_federation_network.ipynb #746056fe
 def make_tls_files(folder, # where ca.crt, ca.key, server.pem, server.key are written (created if needed)
@@ -302,7 +391,7 @@ def make_tls_files(folder, # where ca.crt, ca.key, server.pem, server.key are wr
     pem = lambda k: k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                                     serialization.NoEncryption())
     (folder / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    (folder / "ca.key").write_bytes(pem(ca_key))
+    _write_private(folder / "ca.key", pem(ca_key))
     (folder / "server.pem").write_bytes(srv.public_bytes(serialization.Encoding.PEM))
-    (folder / "server.key").write_bytes(pem(srv_key))
+    _write_private(folder / "server.key", pem(srv_key))
     return folder
