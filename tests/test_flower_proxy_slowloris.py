@@ -63,6 +63,34 @@ def closed(sock, wait=20.0) -> bool:
         return False
 
 
+def slow_upload(port, node_auth, sent=10):
+    "A signed upload announcing 100 bytes that has sent `sent` of them: a request in flight, holding a slot."
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"POST /v1/fleet/push-messages HTTP/1.1\r\nHost: link\r\n" + node_auth.raw() + b"Content-Length: 100\r\n\r\n"
+              + b"x" * sent)
+    return s
+
+
+def answer(sock) -> bytes:
+    sock.settimeout(20)
+    return sock.recv(1024)
+
+
+def post(port, headers, source="127.0.0.1"):
+    "A small signed Fleet request from address `source`."
+    with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=30) as c:
+        return c.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=headers, content=b"{}")
+
+
+def until_503(port, node_auth, source="127.0.0.1"):
+    "Signed requests until one gets 503 (the slow uploads before it hold their slots); the last answer."
+    for _ in range(100):
+        r = post(port, node_auth(), source)
+        if r.status_code == 503: break
+        time.sleep(0.05)
+    return r
+
+
 def test_forty_idle_connections_do_not_stop_an_honest_request(proxy, node_auth):
     port = proxy(header_timeout=60.0)
     socks = idle(port, 40)
@@ -87,42 +115,18 @@ def test_an_unfinished_request_head_is_closed_after_the_header_timeout(proxy, no
 
 def test_a_slow_body_gets_408(proxy, node_auth):
     port = proxy(body_timeout=0.5)
-    s = socket.create_connection(("127.0.0.1", port))
+    s = slow_upload(port, node_auth)
     try:
-        s.sendall(b"POST /v1/fleet/push-messages HTTP/1.1\r\nHost: link\r\n" +
-                  node_auth.raw() + b"Content-Length: 100\r\n\r\n" + b"x" * 10)
-        s.settimeout(20)
-        assert s.recv(1024).startswith(b"HTTP/1.1 408")
+        assert answer(s).startswith(b"HTTP/1.1 408")
     finally:
         s.close()
-
-
-def slow_upload(port, node_auth, sent=10):
-    "A signed upload announcing 100 bytes that has sent `sent` of them: a request in flight, holding a slot."
-    s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"POST /v1/fleet/push-messages HTTP/1.1\r\nHost: link\r\n" + node_auth.raw() + b"Content-Length: 100\r\n\r\n"
-              + b"x" * sent)
-    return s
-
-
-def answer(sock) -> bytes:
-    sock.settimeout(20)
-    return sock.recv(1024)
-
-
-def post(port, headers, source="127.0.0.1"):
-    "A small signed Fleet request from address `source`."
-    with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=30) as c:
-        return c.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=headers, content=b"{}")
 
 
 def test_over_the_per_client_limit_the_oldest_connection_without_a_request_head_is_closed(proxy, node_auth):
     # red team 2 (attack_proxy_conns.py): a stranger's idle connections filled the limit and the agents' new ones were closed
     port = proxy(max_per_client=5, max_per_key=1, header_timeout=60.0, body_timeout=60.0, body_grace=60.0)
     busy = slow_upload(port, node_auth)                      # the oldest: a request in mid-body, kept
-    for _ in range(100):                                     # until the proxy has read its head (it holds the key's slot)
-        if post(port, node_auth(), "127.0.0.2").status_code == 503: break
-        time.sleep(0.05)
+    assert until_503(port, node_auth, "127.0.0.2").status_code == 503   # the proxy has read its head: it holds the key's slot
     socks = idle(port, 4)
     extra = socket.create_connection(("127.0.0.1", port))
     try:
@@ -139,8 +143,7 @@ def test_an_honest_request_passes_while_a_stranger_fills_the_per_client_limit(pr
     socks = idle(port, 5)
     try:
         for _ in range(3):                                   # each new connection pushes out a stranger's oldest one
-            r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=node_auth(), content=b"{}", timeout=30)
-            assert r.status_code == 200
+            assert post(port, node_auth()).status_code == 200
     finally:
         for s in socks: s.close()
 
@@ -150,15 +153,9 @@ def test_one_key_holds_at_most_max_per_key_requests_in_flight(proxy, node_auth):
     port = proxy(max_per_key=2, body_timeout=60.0, body_grace=60.0)
     socks = [slow_upload(port, node_auth) for _ in range(2)]
     try:
-        r = None
-        for _ in range(100):                                 # until both slow uploads hold their slots
-            r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=node_auth(), content=b"{}", timeout=30)
-            if r.status_code == 503: break
-            time.sleep(0.05)
+        r = until_503(port, node_auth)                       # both slow uploads hold their key's slots
         assert r.status_code == 503 and b"max_per_key" in r.content
-        other = node_auth(node_auth.new_key())               # another SuperNode's key still gets through
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=other, content=b"{}", timeout=30)
-        assert r.status_code == 200
+        assert post(port, node_auth(node_auth.new_key())).status_code == 200   # another SuperNode's key still gets through
     finally:
         for s in socks: s.close()
 
@@ -195,19 +192,12 @@ def test_limits_are_checked():
 def test_requests_in_flight_are_bounded(proxy, node_auth):
     # max_inflight=1: while one request's body is still being read, a second request gets 503 at once
     port = proxy(max_inflight=1, body_timeout=60.0)
-    s = socket.create_connection(("127.0.0.1", port))
+    s = slow_upload(port, node_auth)
     try:
-        s.sendall(b"POST /v1/fleet/push-messages HTTP/1.1\r\nHost: link\r\n" +
-                  node_auth.raw() + b"Content-Length: 100\r\n\r\n" + b"x" * 10)
-        r = None
-        for _ in range(100):                                  # until the first request holds the slot
-            r = httpx.post(f"http://127.0.0.1:{port}/v1/fleet/pull-messages", headers=node_auth(), content=b"{}", timeout=30)
-            if r.status_code == 503: break
-            time.sleep(0.05)
+        r = until_503(port, node_auth)                        # the first request holds the slot
         assert r.status_code == 503 and b"1 requests in flight" in r.content
         s.sendall(b"x" * 90)                                  # the first body completes: it is forwarded
-        s.settimeout(20)
-        assert s.recv(1024).startswith(b"HTTP/1.1 200")
+        assert answer(s).startswith(b"HTTP/1.1 200")
     finally:
         s.close()
 
