@@ -77,38 +77,68 @@ def agent_messages(keep: Path) -> dict:
                 later_train_cpu=stat([r["cpu"] for t in trains for r in t[1:]]) if any(len(t) > 1 for t in trains) else None)
 
 
-def schedule(a) -> dict:
+REFERENCE = {("E10", 11): E10, ("paper", 11): PAPER, ("paper", 3): HERE / "simulation_K3_paper.json"}
+
+
+def reference(schedule: str, K: int) -> Path:
+    "The simulation run whose drift from the in-process pipeline is the tolerance: the same schedule and K if stored."
+    same = REFERENCE.get((schedule, K))
+    return same if same is not None and same.is_file() else E10 if schedule == "E10" else PAPER
+
+
+def collect(a, keep: Path, stdout: str, wall: float, cpu_all, load0, load1, cmd: list, tol: float, note: str = "") -> dict:
+    "The JSON of one deployment run from its kept directory (`--keep`) and the script's output."
     tk, full = schedule_kw(a.rounds, a.schedule), FULL_ROUNDS[a.schedule]
-    tol = json.loads((E10 if a.schedule == "E10" else PAPER).read_text())["thresholds_max_abs_diff"] if a.rounds > 5 else 1e-6
-    keep = Path(tempfile.mkdtemp()) / "deploy"
-    cmd = ["bash", "scripts/flower_deploy.sh", "--pipeline", "--agents", str(a.K), "--test-points", str(SIZES["n_test"]),
-           "--train-points", str(SIZES["n_train"]), "--cal-points", str(SIZES["n_cal"]), "--train-kw", json.dumps(tk),
-           "--isolation", a.isolation, "--waits", a.waits, "--tolerance", repr(tol), "--keep", str(keep)]
+    with np.load(keep / "data" / "pipeline.npz") as z:
+        summ, q_dep = json.loads(str(z["summary"])), z["thresholds"]
+    with np.load(keep / "data" / "in_process.npz") as z:
+        q_in, cov_in, t_ref = z["thresholds"], float(z["coverage"]), float(z["seconds"])
+    run_s = float(re.search(r"flwr run finished in ([0-9.]+) s", stdout).group(1))
+    s = summ["seconds"]
+    return dict(command="python studies/deploy_speed/run.py " + " ".join(sys.argv[1:]),
+                deploy_command=" ".join(cmd[:-2]), K=a.K, rounds=summ["rounds"], isolation=a.isolation, train_kw=tk,
+                schedule=a.schedule, full_rounds=full, transport="packed", waits=a.waits, note=note,
+                **SIZES, load_before=load0, load_after=load1, nproc=os.cpu_count(),
+                seconds=dict(wall=wall, **({} if cpu_all is None else dict(cpu_all_processes=cpu_all)), flwr_run=run_s,
+                             in_process_reference=t_ref, start_up=wall - run_s - t_ref, server=s, per_round=s["training"] / summ["rounds"]),
+                extrapolated_full=dict(training=full * s["training"] / summ["rounds"],
+                                       end_to_end=(wall - t_ref) - s["training"] + full * s["training"] / summ["rounds"]),
+                agents=agent_messages(keep) if a.isolation == "process" else None,
+                thresholds_max_abs_diff=float(np.max(np.abs(q_dep - q_in))), tolerance=tol,
+                tolerance_from=str(reference(a.schedule, a.K).relative_to(ROOT)),
+                coverage=dict(deployment=summ["coverage"], in_process=cov_in), events=summ["events"], deploy_stdout=stdout)
+
+
+def deploy_cmd(a, keep: Path, tol: float) -> list:
+    return ["bash", "scripts/flower_deploy.sh", "--pipeline", "--agents", str(a.K), "--test-points", str(SIZES["n_test"]),
+            "--train-points", str(SIZES["n_train"]), "--cal-points", str(SIZES["n_cal"]),
+            "--train-kw", json.dumps(schedule_kw(a.rounds, a.schedule)), "--isolation", a.isolation, "--waits", a.waits,
+            "--tolerance", repr(tol), "--keep", str(keep)]
+
+
+def tolerance(a) -> float:
+    return json.loads(reference(a.schedule, a.K).read_text())["thresholds_max_abs_diff"] if a.rounds > 5 else 1e-6
+
+
+def schedule(a) -> dict:
+    tol, keep = tolerance(a), Path(tempfile.mkdtemp()) / "deploy"
+    cmd = deploy_cmd(a, keep, tol)
     load0, t0, r0 = os.getloadavg(), time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_all = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)   # every process of the deployment, reaped
     if p.returncode != 0:
-        sys.exit(f"flower_deploy.sh failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
-    with np.load(keep / "data" / "pipeline.npz") as z:
-        summ, q_dep = json.loads(str(z["summary"])), z["thresholds"]
-    with np.load(keep / "data" / "in_process.npz") as z:
-        q_in, cov_in, t_ref = z["thresholds"], float(z["coverage"]), float(z["seconds"])
-    run_s = float(re.search(r"flwr run finished in ([0-9.]+) s", p.stdout).group(1))
-    s = summ["seconds"]
-    out = dict(command="python studies/deploy_speed/run.py schedule " + " ".join(sys.argv[2:]),
-               deploy_command=" ".join(cmd[:-2]), K=a.K, rounds=summ["rounds"], isolation=a.isolation, train_kw=tk,
-               schedule=a.schedule, full_rounds=full, transport="packed", waits=a.waits,
-               **SIZES, load_before=load0, load_after=os.getloadavg(), nproc=os.cpu_count(),
-               seconds=dict(wall=wall, cpu_all_processes=cpu_all, flwr_run=run_s, in_process_reference=t_ref, start_up=wall - run_s - t_ref,
-                            server=s, per_round=s["training"] / summ["rounds"]),
-               extrapolated_full=dict(training=full * s["training"] / summ["rounds"],
-                                      end_to_end=(wall - t_ref) - s["training"] + full * s["training"] / summ["rounds"]),
-               agents=agent_messages(keep) if a.isolation == "process" else None,
-               thresholds_max_abs_diff=float(np.max(np.abs(q_dep - q_in))), tolerance=tol,
-               coverage=dict(deployment=summ["coverage"], in_process=cov_in), events=summ["events"],
-               deploy_stdout=p.stdout)
-    return out
+        sys.exit(f"flower_deploy.sh failed ({p.returncode}; its directory is kept: {keep}, `collect` reads it):\n"
+                 f"{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    return collect(a, keep, p.stdout, wall, cpu_all, load0, os.getloadavg(), cmd, tol)
+
+
+def collect_kept(a) -> dict:
+    """The JSON of a run whose script stopped on a check after the run (its `--keep` directory and its printed output):
+    the wall from the directory's times (created at the start; pipeline.npz written at the end), no CPU of the processes."""
+    keep, tol = Path(a.keep), tolerance(a)
+    wall = (keep / "data" / "pipeline.npz").stat().st_mtime - keep.parent.stat().st_ctime
+    return collect(a, keep, Path(a.stdout).read_text(), wall, None, None, None, deploy_cmd(a, keep, tol), tol, note=a.note)
 
 
 def table(a) -> str:
@@ -153,7 +183,7 @@ def table(a) -> str:
                if "cpu_all_processes" in r["seconds"] else "not measured")
               + f" / {r['K'] * r['agents']['later_train_cpu']['mean']:.1f}" for r in runs]),
             ("load average (1 min) before / after, 2 cores shared with other jobs", "heavily loaded (not recorded)",
-             [f"{r['load_before'][0]:.1f} / {r['load_after'][0]:.1f}" for r in runs]),
+             [f"{r['load_before'][0]:.1f} / {r['load_after'][0]:.1f}" if r["load_before"] else "not recorded" for r in runs]),
             ("an agent's CPU per message: median / 95 % / largest (the largest: its first training message, torch's "
              "first use)", f"{min(today['import_seconds']):.1f}-{max(today['import_seconds']):.1f} wall for the import alone",
              [f"{r['agents']['all_cpu']['median']:.2f} / {r['agents']['all_cpu']['p95']:.2f} / {r['agents']['all_cpu']['max']:.2f}"
@@ -208,14 +238,22 @@ def main(argv=None):
     s.add_argument("--isolation", choices=["process", "subprocess"], default="process"); s.add_argument("--out", default="")
     s.add_argument("--waits", choices=["backoff", "flower"], default="backoff",
                    help="the SuperNodes' waits between pulls (scripts/flower_deploy.sh --waits)")
+    c = sub.add_parser("collect", help="the JSON of a kept run whose script stopped on a check after the run")
+    c.add_argument("--keep", required=True); c.add_argument("--stdout", required=True); c.add_argument("--note", default="")
+    c.add_argument("--K", type=int, default=11); c.add_argument("--rounds", type=int, default=20)
+    c.add_argument("--schedule", choices=sorted(FULL_ROUNDS), default="E10")
+    c.add_argument("--isolation", choices=["process", "subprocess"], default="process"); c.add_argument("--out", default="")
+    c.add_argument("--waits", choices=["backoff", "flower"], default="backoff")
     t = sub.add_parser("table"); t.add_argument("--out", default=str(HERE / "table.md"))
     a = ap.parse_args(argv)
-    if a.what == "schedule" and not (a.K >= 2 and 1 <= a.rounds <= FULL_ROUNDS[a.schedule]):
+    if a.what in ("schedule", "collect") and not (a.K >= 2 and 1 <= a.rounds <= FULL_ROUNDS[a.schedule]):
         ap.error(f"--K must be >= 2 and --rounds in 1..{FULL_ROUNDS[a.schedule]} for --schedule {a.schedule}, got {a.K}, {a.rounds}")
     if a.what == "table":
         text = table(a); Path(a.out).write_text(text); print(text, end="")
         (HERE / "summary.md").write_text(summary()); return 0
-    res = imports(a) if a.what == "imports" else schedule(a)
+    if a.what == "collect" and not (Path(a.keep, "data", "pipeline.npz").is_file() and Path(a.stdout).is_file()):
+        ap.error(f"--keep {a.keep!r} must be a kept deployment directory with data/pipeline.npz and --stdout {a.stdout!r} a file")
+    res = imports(a) if a.what == "imports" else schedule(a) if a.what == "schedule" else collect_kept(a)
     out = Path(a.out or HERE / (f"schedule_K{a.K}_{a.schedule}_{a.rounds}_packed{'' if a.isolation == 'process' else '_subprocess'}"
                                 f"{'_backoff' if a.waits == 'backoff' else ''}.json"))
     out.write_text(json.dumps(res, indent=1) + "\n")
