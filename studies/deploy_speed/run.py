@@ -209,7 +209,7 @@ def summary() -> str:
     whole = sorted((r for f in HERE.glob("schedule_K*.json") if (r := json.loads(f.read_text()))["rounds"] == r["full_rounds"]),
                    key=lambda r: -r["K"])
     target = {600: "1 h", 5000: "3 h"}
-    sim = {"E10": json.loads(E10.read_text())["coverage_flower"], "paper": json.loads(PAPER.read_text())["coverage_flower"]}
+    sim = lambda r: json.loads(reference(r["schedule"], r["K"]).read_text())["coverage_flower"]   # same schedule and K
     today_h = (d["wall"] - d["in_process_reference"] - d["server"]["training"] + 600 * d["server"]["training"] / today["rounds"]) / 3600
     out = ["| schedule on the deployment (gaussian, resident agents, packed, waits as a backoff) | end to end | target | "
            "per round | calibration, per exchange | an agent's CPU per message (median) | thresholds vs in process "
@@ -221,7 +221,7 @@ def summary() -> str:
                    f"{(s_['wall'] - s_['in_process_reference']) / 3600:.2f} h (measured) | {target[r['full_rounds']]} | "
                    f"{s_['per_round']:.2f} s | {s_['server']['calibration'] / 4:.2f} s | {r['agents']['all_cpu']['median']:.2f} s | "
                    f"{r['thresholds_max_abs_diff']:.2g} / {r['tolerance']:.2g} | {r['coverage']['deployment']:.3f} / "
-                   f"{r['coverage']['in_process']:.3f} / {sim[r['schedule']]:.3f} |")
+                   f"{r['coverage']['in_process']:.3f} / {sim(r):.3f} |")
     out.append(f"| before (issue 31 filed): 600 rounds of E10 at K = 11, a process per message | {today_h:.1f} h "
                f"(extrapolated from {today['rounds']} rounds) | 1 h | {d['server']['training'] / today['rounds']:.1f} s | "
                f"{d['server']['calibration'] / 4:.1f} s | the import alone: {min(today['import_seconds']):.1f} s or more | | |")
@@ -250,7 +250,7 @@ def main(argv=None):
         ap.error(f"--K must be >= 2 and --rounds in 1..{FULL_ROUNDS[a.schedule]} for --schedule {a.schedule}, got {a.K}, {a.rounds}")
     if a.what == "table":
         text = table(a); Path(a.out).write_text(text); print(text, end="")
-        (HERE / "summary.md").write_text(summary()); return 0
+        Path(a.out).with_name("summary.md").write_text(summary()); return 0
     if a.what == "collect" and not (Path(a.keep, "data", "pipeline.npz").is_file() and Path(a.stdout).is_file()):
         ap.error(f"--keep {a.keep!r} must be a kept deployment directory with data/pipeline.npz and --stdout {a.stdout!r} a file")
     res = imports(a) if a.what == "imports" else schedule(a) if a.what == "schedule" else collect_kept(a)
