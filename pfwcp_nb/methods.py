@@ -293,10 +293,10 @@ def _agents(scores, weights) -> list:
     return [AgentCalibration(s, w) for s, w in zip(scores, weights)]
 
 # %% ../nbs/03d_methods.ipynb #ffaff5b6
-def _fitted(estimator, draw: CalibrationDraw, alpha, delta, engine, seed):
-    "`PFWCP` or `OneShotPFWCP` calibrated on the draw's (unlocalized) scores and weights."
+def _fitted(estimator, draw: CalibrationDraw, alpha, delta, engine, seed, **kw):
+    "`PFWCP` or `OneShotPFWCP` calibrated on the draw's (unlocalized) scores and weights (`kw`: more estimator options)."
     alpha, delta = _check_call(alpha, delta, engine)
-    return estimator(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights))
+    return estimator(alpha, delta, engine=engine, seed=seed, **kw).calibrate(_agents(draw.cal_scores, draw.cal_weights))
 
 PFWCP_GAMMA_RULES = ("auto",)   # `gamma` of `pfwcp`: a number >= 1, or "auto" (`trust.choose_gamma`)
 
@@ -326,8 +326,8 @@ def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, en
 # %% ../nbs/03d_methods.ipynb #7c2c9821
 def ospfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
             seed=0) -> np.ndarray:
-    "osPFWCP (one quantile per agent at the default `oneshot_level`, per-test tau), via `pfwcp_nb.oneshot.OneShotPFWCP`."
-    return _fitted(OneShotPFWCP, draw, alpha, delta, engine, seed).threshold(draw.test_weights)
+    "osPFWCP as in the paper's tables (one quantile per agent at the default `oneshot_level`, per-test tau, `on_infeasible='max'`), via `pfwcp_nb.oneshot.OneShotPFWCP`."
+    return _fitted(OneShotPFWCP, draw, alpha, delta, engine, seed, on_infeasible="max").threshold(draw.test_weights)
 
 # %% ../nbs/03d_methods.ipynb #ee1cd364
 def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
@@ -335,7 +335,7 @@ def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *
     "osPFWGLCP: osPFWCP on the localized scores, thresholds mapped back with `draw.loc_inverse`."
     alpha, delta = _check_call(alpha, delta, engine)
     _need_loc(draw, "osPFWGLCP")
-    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(    # n_1: the localized test agent's size
+    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed, on_infeasible="max").calibrate(   # the paper's; n_1: the localized test agent's
         _agents(draw.loc_cal_scores, draw.loc_cal_weights))
     q = est.threshold(draw.loc_test_weights)
     return _from_localized(draw, q, np.isfinite(q) & (q < 1.0))
