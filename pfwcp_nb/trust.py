@@ -211,7 +211,8 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
     delta = None if delta is None else check_unit_open(delta, "delta")
     if evidence is not None and (not isinstance(evidence, RatioEvidence) or evidence.K != len(summaries)):
         raise ValueError(f"`evidence` must be the RatioEvidence of these K={len(summaries)} agents (`evidence.ratio_evidence`).")
-    keep = tuple(range(len(summaries))) if evidence is None else tuple(int(k) for k in evidence.keep) if evidence.federate else (0,)
+    keep = (tuple(range(len(summaries))) if evidence is None else tuple(int(k) for k in evidence.keep_precise)
+            if evidence.certified else tuple(int(k) for k in evidence.keep) if evidence.federate else (0,))
     n_eff = np.array([s.n_eff for s in summaries], dtype=float)
     n1, others = int(summaries[0].n), n_eff[1:]
     common = dict(guarantee="mc" if delta is None else "ccc", n1=n1, K=len(summaries),
@@ -230,7 +231,8 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
         return Regime(method="CP-or-pooled", options={}, **common,
                       reason="local CP at delta, or osPFWCP at the pooled level with the delta local CP leaves unused if "
                              "it is narrower at the test agent's own covariates and " + (
-                                 "covers as many of its own points" if evidence is None else "the ratios' evidence passes")
+                                 "covers as many of its own points" if evidence is None or not evidence.certified
+                                 else "the ratios' evidence certifies them (balanced, precise)")
                              + ": valid by the union bound, never wider than local CP" + said)
     if not common["cp_finite"]:
         return Regime(method="CP", options={}, **common,
