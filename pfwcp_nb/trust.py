@@ -186,7 +186,7 @@ def cp_is_finite(n1: int, alpha: float, delta: float | None = None) -> bool:
 @dataclass(frozen=True)
 class Regime:
     "What `recommend` reads from the agents' summaries, and its recommendation."
-    method: str            # "CP" (local split conformal), "CP-or-pooled" (`value.CPOrPooled`) or "PFWCP"
+    method: str            # "CP" (local split conformal), "CP-or-pooled" (`value.CPOrPooled`), "PFWCP" or "osPFWCP"
     options: dict          # the method's options (PFWCP: select)
     guarantee: str         # "mc" or "ccc"
     n1: int                # the test agent's calibration points
@@ -221,6 +221,12 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
                   agents=() if evidence is None else keep)
     said = ("" if evidence is None else f"; the ratios' evidence keeps agents {list(keep)}" if len(keep) > 1
             else "; the ratios' evidence keeps no other agent")
+    if not common["cp_finite"] and len(keep) > 1 and evidence is not None and evidence.certified:
+        return Regime(method="osPFWCP", options={}, **common,
+                      reason=f"local CP returns the whole line at n_1={n1} for this guarantee, and the ratios' evidence "
+                             "certifies the federation (balanced, precise): osPFWCP, finite wherever its tau search "
+                             "certifies the level, was valid there with ratios fitted on 200 or more covariates per "
+                             "agent" + said)
     if not common["cp_finite"] and len(keep) > 1:
         return Regime(method="PFWCP", options=dict(select="finite-first", gamma="auto"), **common,
                       reason=f"local CP returns the whole line at n_1={n1} for this guarantee; PFWCP with finite-first "

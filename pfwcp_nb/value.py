@@ -250,7 +250,7 @@ def calibrate_recommended(agents, # AgentCalibration objects (in process); agent
                           own_weights=None, # omega^k at the test agent's own calibration covariates (n_1, K); CCC needs it
                           evidence: RatioEvidence | None = None, # the ratios' label-free evidence (`evidence.ratio_evidence`): which agents enter
                          ) -> tuple: # (calibrated estimator with `threshold` / `predict_interval` / `predict_set`, Regime)
-    "The method `trust.recommend` names for this federation, calibrated on the agents the ratios' evidence keeps: `LocalCP`, `CPOrPooled` or PFWCP (finite-first, the band)."
+    "The method `trust.recommend` names for this federation, calibrated on the agents the ratios' evidence keeps: `LocalCP`, `CPOrPooled`, PFWCP (finite-first, the band) or osPFWCP."
     agents = _check_agents(agents)
     regime = recommend([a.summary() for a in agents], alpha, delta, evidence=evidence)
     if regime.method == "CP":
@@ -262,11 +262,13 @@ def calibrate_recommended(agents, # AgentCalibration objects (in process); agent
     if regime.method == "CP-or-pooled":                     # CCC with a finite local CP
         check = "loo" if evidence is None else "evidence"
         return CPOrPooled(alpha, delta, check=check).calibrate(agents, own_scores, own_weights, evidence), regime
-    keep = np.asarray(regime.agents or range(len(agents)))  # local CP is the whole line: PFWCP on the kept agents
-    W = _as_test_weights(own_weights, len(agents), own_column=True)[:, keep]
-    model = PFWCP(alpha, delta, select=regime.options["select"]).calibrate([agents[k] for k in keep])
-    gamma, _ = choose_gamma(model, own_scores, W)
-    model = with_gamma(model, gamma)
+    keep = np.asarray(regime.agents or range(len(agents)))  # local CP is the whole line: the kept agents' PFWCP or osPFWCP
+    if regime.method == "osPFWCP":
+        model = OneShotPFWCP(alpha, delta).calibrate([agents[k] for k in keep])
+    else:
+        model = PFWCP(alpha, delta, select=regime.options["select"]).calibrate([agents[k] for k in keep])
+        gamma, _ = choose_gamma(model, own_scores, _as_test_weights(own_weights, len(agents), own_column=True)[:, keep])
+        model = with_gamma(model, gamma)
     return (model if keep.size == len(agents) else OnAgents(model, keep, len(agents))), regime
 
 # %% ../nbs/03c_value.ipynb #b2708a29

@@ -248,3 +248,20 @@ def test_evidence_bad_input():
         CPOrPooled(0.1, 0.1, check=True)
     with pytest.raises(ValueError, match="`keep` must be increasing"):
         OnAgents(LocalCP(), [1, 2], 6)
+
+
+def test_scarce_test_agent_with_certified_ratios_gets_ospfwcp():
+    "Local CP is the whole line (CCC, n_1 = 10): certified ratios -> osPFWCP on the precise agents; unmeasured noise -> PFWCP."
+    from pfwcp_nb.oneshot import OneShotPFWCP
+    agents, s0, W, Wt, xt = federation(8)
+    small = [AgentCalibration(s0[:10])] + agents[1:]
+    ev = held_out_evidence(8)
+    if not ev.certified:
+        pytest.skip("the balance test's false alarm on this seed")
+    model, regime = calibrate_recommended(small, 0.1, 0.1, own_scores=s0[:10], own_weights=W[:10], evidence=ev)
+    inner = model.model if isinstance(model, OnAgents) else model
+    assert regime.method == "osPFWCP" and isinstance(inner, OneShotPFWCP)
+    assert np.isfinite(model.threshold(Wt)).mean() > 0.9
+    model, regime = calibrate_recommended(small, 0.1, 0.1, own_scores=s0[:10], own_weights=W[:10],
+                                          evidence=held_out_evidence(8, noise=None))
+    assert regime.method == "PFWCP"
