@@ -33,6 +33,8 @@ def command_lines(text):
         line = line.split(" #")[0].strip().lstrip("(").strip()
         line = re.sub(r"^cd \S+ && ", "", line)
         line = re.sub(r"^start_supernode ", "flower-supernode ", line)     # the script's wrapper (its extra flags)
+        line = re.sub(r"^local cmd=\(|^cmd\+=\(", '"${SUPERNODE[@]}" ', line)    # the script's SuperNode command, built
+        line = re.sub(r'^serve ("[^"]*"|\S+) \S+ ', "", line)                # the script's port-taking start of a server
         line = re.sub(r'^"\$\{SUPERNODE\[@\]\}" ', "flower-supernode ", line)  # the script's SuperNode command
         if line.startswith(LAUNCHER):
             line = "flower-supernode" + re.sub(LAUNCHER_FLAGS, "", line[len(LAUNCHER):] + " ")

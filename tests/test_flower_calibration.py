@@ -143,7 +143,7 @@ def test_deployed_main_writes_the_runs_and_the_log(task_identity, tmp_path):
     scores, weights, tw = federation()
     np.save(tmp_path / "tw.npy", tw)
     rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
-          "agent-max-n": "40 40 40", "node-timeout": 0.2}
+          "agent-max-n": "40 40 40", "node-timeout": 0.2, "score-range": "unbounded"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         deploy.deployed_main(FleetGrid(app_for(scores, weights), offline={8}),
@@ -291,3 +291,51 @@ def test_the_liar_script_refuses_more_liars_than_it_has():
     r = subprocess.run([sys.executable, str(root / "studies" / "redteam" / "attack_one_liar.py"), "--liars", "3"],
                        capture_output=True, text=True, cwd=root)
     assert r.returncode == 2 and "usage:" in r.stderr and "--liars" in r.stderr
+
+
+# ---------------------------------------------------------------- safe by default (outside red team): the deployed apps'
+# run config names a finite score range, and the robust aggregation is on
+def test_deployed_main_refuses_to_start_without_a_named_finite_score_range_or_with_a_bad_check(task_identity, tmp_path):
+    scores, weights, tw = federation()
+    np.save(tmp_path / "tw.npy", tw)
+    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
+          "agent-max-n": "40 40 40"}
+    untouched = FleetGrid(None, absent=set(NODES))                     # no agent is asked anything
+    ctx = lambda **kw: Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={**rc, **kw})
+    for kw, match in [({}, "`score-range` is not set; state the label range"),
+                      ({"score-range": "0 inf"}, "an infinite range is agreed only by its name"),
+                      ({"score-range": "0 20", "agg-cap": -1.0}, "`agg-cap` must be a finite number >= 0"),
+                      ({"score-range": "0 20", "agg-cap": "off"}, "`agg-cap` must be a finite number >= 0"),
+                      ({"score-range": "0 20", "weight-range": "0 1"}, "`weight-range`")]:
+        with pytest.raises(ValueError, match=match):
+            deploy.deployed_main(untouched, ctx(**kw))
+        with pytest.raises(ValueError, match=match):
+            deploy.app_pyproject({**rc, **kw})
+    assert not (tmp_path / "q.npz").exists()
+
+
+def test_the_robust_aggregation_is_on_by_default_and_off_only_by_name(task_identity, tmp_path):
+    # K = 11: agent 5 has weights 1 (n_eff = n), the others heavy-tailed ones (small n_eff): agg-cap 2 binds it
+    rng = np.random.default_rng(0)
+    K, n, nodes = 11, 40, list(range(20, 31))
+    scores = [rng.gamma(2.0, size=n) for _ in range(K)]
+    weights = [np.ones(n)] + [rng.lognormal(0, 2.0, size=n) for _ in range(K - 1)]
+    weights[5] = np.ones(n)
+    tw = rng.lognormal(0, 1, size=(50, K)); tw[:, 0] = 1.0
+    np.save(tmp_path / "tw.npy", tw)
+    agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+    capped = capped_agg_weights([a.summary() for a in agents], deploy.AGG_CAP)
+    assert capped[5] < agents[5].summary().n_eff / sum(a.summary().n_eff for a in agents)     # the cap binds agent 5
+    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": " ".join(map(str, nodes)),
+          "agent-max-n": " ".join([str(n)] * K), "score-range": "0 50"}
+    got = []
+    for extra, kw in [({}, {"agg_weights": capped}), ({"agg-cap": 0}, {})]:
+        grid = FleetGrid(app_for(scores, weights), nodes=nodes)            # fresh query budgets for each run
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            deploy.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                                               run_config={**rc, **extra}))
+            ref = PFWCP(0.1, **kw).calibrate(agents).threshold(tw)
+        got.append(np.load(tmp_path / "q.npz")["pfwcp-mc"])
+        np.testing.assert_array_equal(got[-1], ref)
+    assert not np.array_equal(got[0], got[1])                               # the default is not the uncapped run
