@@ -339,3 +339,37 @@ def test_the_robust_aggregation_is_on_by_default_and_off_only_by_name(task_ident
         got.append(np.load(tmp_path / "q.npz")["pfwcp-mc"])
         np.testing.assert_array_equal(got[-1], ref)
     assert not np.array_equal(got[0], got[1])                               # the default is not the uncapped run
+
+
+@pytest.mark.slow
+def test_the_liar_script_measures_the_deployed_defaults_at_any_K(tmp_path):
+    # its smallest run: one seed, K = 3; the deployed defaults' rows (agg-cap 2, the default weight range, a named
+    # finite score range) beside the honest federation at the same defaults, and their table
+    root = Path(__file__).resolve().parents[1]
+    script = str(root / "studies" / "redteam" / "attack_one_liar.py")
+    r = subprocess.run([sys.executable, script, "--seeds", "1", "--K", "3", "--out", str(tmp_path / "o.json")],
+                       capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "o.json").read_text())
+    assert (d["K"], d["liars"], d["command"]) == (3, [1], "python studies/redteam/attack_one_liar.py --seeds 1 --K 3")
+    assert {f"deployed/{sg}/pfwcp-mc" for sg in ("inf", "zero", "up")} | {"honest+cap2/-/pfwcp-mc"} <= set(d["table"])
+    r = subprocess.run([sys.executable, script, "--table", str(tmp_path / "o.json")], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0 and r.stdout.count("\n| 3 | 1 | ") == 4, r.stdout + r.stderr
+
+
+def test_the_liar_script_refuses_a_federation_without_two_other_agents():
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "studies" / "redteam" / "attack_one_liar.py"), "--K", "2"],
+                       capture_output=True, text=True, cwd=root)
+    assert r.returncode == 2 and "--K" in r.stderr
+
+
+def test_the_honest_mean_weight_study_prints_its_stored_table_and_refuses_bad_arguments():
+    root = Path(__file__).resolve().parents[1]
+    script = [sys.executable, str(root / "studies" / "redteam" / "honest_mean_weight.py")]
+    stored = root / "results" / "flower_pipeline" / "honest_mean_weight.json"
+    r = subprocess.run(script + ["--table", str(stored)], capture_output=True, text=True, cwd=root)
+    d = json.loads(stored.read_text())
+    assert r.returncode == 0 and r.stdout.count("| estimated |") == len(d["datasets"]), r.stdout + r.stderr
+    r = subprocess.run(script + ["--draws", "0"], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 2 and "usage:" in r.stderr

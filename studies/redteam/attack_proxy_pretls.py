@@ -1,6 +1,7 @@
 """A stranger floods the Fleet-only proxy with TCP connections that never start the TLS handshake: can it fill the proxy's open files and keep the agents out?
 
 usage: python studies/redteam/attack_proxy_pretls.py [--nofile 1024] [--conns 1100] [--addresses 1] [--seconds 20] [--agents 3]
+       python studies/redteam/attack_proxy_pretls.py --live DIR [--conns 1100] [--seconds 600]
 
 The proxy (`network.serve_fleet_proxy`, TLS, the agents' keys registered) runs in its own process with an open-file
 limit of NOFILE (`resource.setrlimit`; the usual default of a login shell and of a systemd service is 1,024) in front
@@ -12,6 +13,11 @@ for SECONDS seconds, each with a 10-s timeout (Flower's SuperNode gives up and e
 The control: one request of each agent before the flood.
 The defence holds if every agent's every request is answered 200 and the proxy process is still up; it is broken if
 the flood makes any agent's request fail.
+With --live DIR the flood goes to the proxy of a running `scripts/flower_deploy.sh --keep DIR` (its agents' address in
+DIR/flwr-home/config.toml) until the run's result appears (DIR/data/pipeline.npz or thresholds.npz) or SECONDS pass:
+start the deployment under the open-file limit to test (`ulimit -n 1024; scripts/flower_deploy.sh ... --keep DIR`).
+The defence holds if the run's result appears and no SuperNode exited meanwhile (the script restarts one that exits:
+"the SuperNode exited; restart" in DIR/supernode_*.log); the script's own exit code says whether the run passed.
 Exit 0 if the defence held; 1 otherwise, naming what failed."""
 import argparse, base64, collections, errno, os, resource, socket, ssl, subprocess, sys, tempfile, threading, time
 from pathlib import Path
@@ -92,6 +98,37 @@ def closed_now(s, seen):
     return gone
 
 
+def live(a):
+    "The flood against a running flower_deploy.sh --keep DIR until its run's result appears; whether any SuperNode exited."
+    d = Path(a.live)
+    config = d / "flwr-home" / "config.toml"
+    for _ in range(1200):
+        if config.exists() and "agents-address" in config.read_text(): break
+        time.sleep(0.5)
+    else:
+        sys.exit(f"{config} names no agents' address after 600 s: is `flower_deploy.sh --keep {d}` running?")
+    text = config.read_text()
+    port = int(text[text.index("[superlink.agents-address]"):].split("address = ")[1].split('"')[1].rsplit(":", 1)[1])
+    stop, seen, t0 = threading.Event(), collections.Counter(), time.monotonic()
+    per = [a.conns // a.addresses + (i < a.conns % a.addresses) for i in range(a.addresses)]
+    ts = [threading.Thread(target=flood, args=(port, f"127.0.1.{i + 1}", n, stop, seen), daemon=True) for i, n in enumerate(per)]
+    for t in ts: t.start()
+    result = lambda: [p for p in (d / "data" / "pipeline.npz", d / "data" / "thresholds.npz") if p.exists()]
+    while not result() and time.monotonic() - t0 < a.seconds:
+        time.sleep(1.0)
+    stop.set()
+    for t in ts: t.join(10)
+    restarts = {p.name: p.read_text().count("the SuperNode exited; restart") for p in sorted(d.glob("supernode_*.log"))}
+    print(f"stranger: {a.conns} connections without a TLS handshake from {a.addresses} address(es) to the proxy on port "
+          f"{port} for {time.monotonic() - t0:.0f} s ({seen['opened']} opened in all, {seen['closed by the proxy']} closed "
+          f"by the proxy, {seen['connect failed']} connects failed)")
+    print(f"the run's result: {[p.name for p in result()] or 'none'}; SuperNode restarts: {restarts}")
+    if not result() or any(restarts.values()):
+        sys.exit("BROKEN: " + ("no result within the flood; " if not result() else "") +
+                 (f"SuperNodes exited and were restarted: {restarts}" if any(restarts.values()) else ""))
+    print("held: the run finished and every SuperNode stayed up during the flood")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog="Exit 0: every agent request was answered 200.")
     ap.add_argument("--nofile", type=int, default=1024, help="the proxy's open-file limit (default 1024)")
@@ -99,17 +136,20 @@ def main(argv=None):
     ap.add_argument("--addresses", type=int, default=1, help="loopback addresses the stranger spreads them over (default 1)")
     ap.add_argument("--seconds", type=float, default=20.0, help="how long the agents keep asking during the flood (default 20)")
     ap.add_argument("--agents", type=int, default=3, help="agents asking, at 127.0.0.1, 127.0.0.2, ... (default 3)")
+    ap.add_argument("--live", metavar="DIR", help="flood the proxy of a running flower_deploy.sh --keep DIR instead")
     a = ap.parse_args(argv)
     if not 64 <= a.nofile <= 65536 or not 0 <= a.conns <= 20000 or not 1 <= a.addresses <= 250:
         ap.error("--nofile in 64..65536, --conns in 0..20000, --addresses in 1..250")
-    if not 0 < a.seconds <= 600 or not 1 <= a.agents <= 20:
-        ap.error("--seconds in (0, 600], --agents in 1..20")
+    if not 0 < a.seconds <= 3600 or not 1 <= a.agents <= 20:
+        ap.error("--seconds in (0, 3600], --agents in 1..20")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = a.conns + 256
     if soft < need:
         if hard != resource.RLIM_INFINITY and hard < need:
             sys.exit(f"this process may open {hard} files at most; the flood needs {need}: lower --conns")
         resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+    if a.live:
+        return live(a)
     agents = [generate_key_pairs() for _ in range(a.agents)]
     sources = [f"127.0.0.{i + 1}" for i in range(a.agents)]
     link_port, port = free_port(), free_port()
