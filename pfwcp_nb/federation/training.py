@@ -18,6 +18,8 @@ from .plan import MAX_CLASSES, TaskPlan, _settings, plan_tasks, round_move
 from fastcore.basics import patch
 from .server import INVALID, PipelineResult, _Server, _calibrate, _num
 from .._validate import check_pos_int
+from .agreement import run_epsilon
+from ..privacy import DELTA
 
 # %% auto #0
 __all__ = ['MAX_TRAIN', 'ServerTask', 'PipelineConfig', 'pipeline_server']
@@ -311,6 +313,16 @@ def _gather(run: _Run, grid: Grid) -> None:
     run.setup = dict(task=task, d=stats[0][0]["d"], y_mean=float(y_mean), y_std=float(y_std), n_classes=n_classes,
                      predictor=proj_pred, ratios=proj_rat)
 
+# %% ../../nbs/10e_federation_training.ipynb #3bf93a5d
+def _privacy_line(plans: dict, agents: list) -> str:
+    "The run's log line on its training's privacy: each agent's epsilon (`agreement.run_epsilon`), or that it is not private."
+    eps = {k: run_epsilon(plans, k, DELTA) for k in agents}
+    if any(math.isinf(e) for e in eps.values()):
+        return ("privacy: the training is not private (no privacy.DPConfig in train_kw): every update carries what the "
+                "agent's rows did to the network (docs/privacy.md)")
+    return (f"privacy: DP-SGD by every agent, epsilon per agent at delta {DELTA:g}: "
+            + ", ".join(f"{k}: {e:.3g}" for k, e in eps.items()))
+
 # %% ../../nbs/10e_federation_training.ipynb #165970c2
 def _ack(stage: str):
     "The check of an agent's acknowledgement of a set-up message (`_Server.parse`)."
@@ -348,6 +360,7 @@ def _set_up(run: _Run) -> None:
         raise RuntimeError(f"features: agents {run.alive} accepted the set-up; the test agent and min_agents="
                            f"{cfg.min_agents} are needed: {run.srv.why.get(0, '')} (see the log).")
     run.res.seconds["setup"] = time.perf_counter() - run.t_start - run.res.seconds["connect"]
+    run.srv.event(_privacy_line({t.name: t for t in tasks}, run.alive))
 
 # %% ../../nbs/10e_federation_training.ipynb #954e17c2
 def _round_requests(run: _Run, rnd: int, act: list) -> dict:
