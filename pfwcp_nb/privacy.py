@@ -128,6 +128,10 @@ def task_steps(epochs: int, # total local epochs per client (as `fedavg_many`'s)
 def training_epsilon(tasks: Sequence, # (DPConfig or None, steps of one replica, replicas holding the agent's rows) per task
                      delta: float = DELTA) -> float:
     "One agent's epsilon over all its tasks; infinite if a task that holds its rows is not private."
+    for t in tasks:
+        if (not isinstance(t, tuple) or len(t) != 3 or (t[0] is not None and not isinstance(t[0], DPConfig))
+                or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in t[1:])):
+            raise ValueError(f"tasks: need (DPConfig or None, steps >= 0, replicas >= 0) per task, got {t!r:.100}")
     if any(dp is None and steps and reps for dp, steps, reps in tasks):
         return math.inf
     return dp_epsilon([(dp, int(steps) * int(reps)) for dp, steps, reps in tasks if dp is not None], delta)
