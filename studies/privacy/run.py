@@ -129,6 +129,17 @@ def table(args):
             print(f"| {r.dataset} | {fmt_eps(r.eps)} | {e0} | {e1} | {r.pred_rel_mse:.4f} | {r.ratio_log_rmse:.3f} | "
                   f"{r.ratio_spearman:.3f} | {r.n_eff_ratio:.2f} | {r.train_seconds:.0f} |")
         return
+    if args.table == "membership":
+        import json
+        print("| target ε (test agent, K = 3) | rounds watched | trials | σ of the ratio classifiers | advantage 2P(right) - 1 (s.e.) | 2 AUC - 1, pooled | bound of one round |")
+        print("|---|---|---|---|---|---|---|")
+        for f in sorted(d.glob("membership*.json")):
+            for r in json.load(open(f)):
+                sig = "not private" if r["sigma"] is None else f"{r['sigma']:.1f}"
+                bound = "" if r["bound_one_round"] is None or r["rounds"] != 1 else f"{r['bound_one_round']:.3f}"
+                print(f"| {fmt_eps(r['eps'])} | {r['rounds']} | {r['trials']} | {sig} | {r['advantage']:.3f} ({r['advantage_se']:.3f}) | "
+                      f"{r['pooled_auc_advantage']:.3f} | {bound} |")
+        return
     s = summary(d)
     print("| dataset | guarantee | method | ε | draws | MC | CCC | width vs local CP | width vs not private | infinite share |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -145,7 +156,7 @@ def main(argv=None):
     p.add_argument("--eps", nargs="+", type=parse_eps, default=[1.0, 4.0, 8.0, math.inf])
     p.add_argument("--n-sims", type=int, default=100)
     p.add_argument("--out", default=None, help="folder to append setups.csv and draws.csv to")
-    p.add_argument("--table", choices=["setups", "coverage"], default=None)
+    p.add_argument("--table", choices=["setups", "coverage", "membership"], default=None)
     p.add_argument("--dir", default="results/privacy", help="with --table: the folder of setups.csv and draws.csv")
     args = p.parse_args(argv)
     if args.table:
