@@ -152,6 +152,7 @@ def _noise_gen(agreement: TrainingAgreement, ctx: Context, rnd: int, task: str) 
     return torch.Generator().manual_seed(int(ss.generate_state(1, np.uint64)[0] >> np.uint64(1)))
 
 # %% ../../nbs/10c_federation_agent.ipynb #d1c2802b
+# long cell: one training round of an agent, its checks (round, plans, networks, moves) before any work, then each task's
 def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordDict,
                 agreement: TrainingAgreement) -> RecordDict:
     "Agent k's answer to one training round: local work on every replica it holds, new parameters and counts back."

@@ -110,19 +110,17 @@ def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
     return pred, rat
 
 # %% ../../nbs/10a_federation_plan.ipynb #53be45bb
-def _wire(dp: DPConfig | None) -> dict | None: return None if dp is None else dp.to_dict()
-
 def plan_tasks(pred: dict, rat: dict, K: int, d_pred: int, d_ratio: int, n_classes: int | None) -> list:
     "The predictor's and the K-1 pairwise ratio classifiers' training tasks (FedAvg / FedAdam as in process)."
     cls = pred["task"] == "classification"
     tp = TaskPlan("predictor", d_pred, tuple(pred["hidden"]), n_classes if cls else 1, pred["activation"],
                   "ce" if cls else "mse", fedavg_rounds(pred["epochs"], pred["local_epochs"]), int(pred["local_epochs"]),
                   int(pred["batch_size"]), float(pred["lr"]), float(pred["weight_decay"]), pred["server_optimizer"],
-                  float(pred["client_lr"]), [list(range(K))], [None], _wire(pred["dp"]))
+                  float(pred["client_lr"]), [list(range(K))], [None], None if pred["dp"] is None else pred["dp"].to_dict())
     tr = TaskPlan("ratios", d_ratio, (int(rat["hidden"]),), 1, "relu", "bce",
                   fedavg_rounds(rat["epochs"], rat["local_epochs"]), int(rat["local_epochs"]), int(rat["batch_size"]),
                   float(rat["lr"]), float(rat["weight_decay"]), rat["server_optimizer"], float(rat["client_lr"]),
-                  [[0, k] for k in range(1, K)], [[1, 0] for _ in range(1, K)], _wire(rat["dp"]))
+                  [[0, k] for k in range(1, K)], [[1, 0] for _ in range(1, K)], None if rat["dp"] is None else rat["dp"].to_dict())
     return [tp, tr]
 
 # %% ../../nbs/10a_federation_plan.ipynb #255347d3
