@@ -140,6 +140,8 @@ def table(args):
                 print(f"| {fmt_eps(r['eps'])} | {r['rounds']} | {r['trials']} | {sig} | {r['advantage']:.3f} ({r['advantage_se']:.3f}) | "
                       f"{r['pooled_auc_advantage']:.3f} | {bound} |")
         return
+    if args.table == "targets":
+        return targets(d)
     s = summary(d)
     print("| dataset | guarantee | method | ε | draws | MC | CCC | width vs local CP | width vs not private | infinite share |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -150,13 +152,35 @@ def table(args):
               f"{r.vs_cp:.3f} | {r.vs_nonprivate:.3f} | {100 * r.inf_share:.1f} % |")
 
 
+def targets(d: Path, eps: float = 8.0):
+    "The targets at the default private setting (epsilon 8 for the test agent), each met or not, with its measurement."
+    import json
+    print("| target | measured | met |")
+    print("|---|---|---|")
+    rows = [r for f in sorted(d.glob("membership.json")) for r in json.load(open(f)) if r["eps"] == eps and r["rounds"] == 1]
+    for r in rows:
+        print(f"| membership advantage <= 0.1 from one round (K = 3, {r['trials']} trials) | {r['advantage']:.3f} "
+              f"(s.e. {r['advantage_se']:.3f}) | {'yes' if r['advantage'] <= 0.1 else 'no'} |")
+    st = pd.read_csv(d / "setups.csv").drop_duplicates(["dataset", "eps"], keep="last")
+    for r in st[st.eps == eps].itertuples():
+        print(f"| {r.dataset}: epsilon <= 8 (delta 1e-5) for every agent's whole training (K = 11) | test agent "
+              f"{r.eps_test_agent:.2f}, others {r.eps_other:.2f} | {'yes' if r.eps_test_agent <= eps + 1e-9 else 'no'} |")
+    s = summary(d)
+    for r in s[(s.eps == eps) & (s.method == "Recommended")].sort_values(["dataset", "guarantee"]).itertuples():
+        valid = r.MC >= 1 - ALPHA - 2 * r.MC_se if r.guarantee == "mc" else r.CCC >= 1 - DELTA_CCC - r.CCC_se
+        cov = f"MC {r.MC:.3f}" if r.guarantee == "mc" else f"CCC {r.CCC:.2f}"
+        print(f"| {r.dataset} {r.guarantee.upper()}: preset valid | {cov} | {'yes' if valid else 'no'} |")
+        print(f"| {r.dataset} {r.guarantee.upper()}: preset width within +10 % of the non-private run's (paired) | "
+              f"x {r.vs_nonprivate:.3f} | {'yes' if r.vs_nonprivate <= 1.10 else 'no'} |")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=["gaussian"], choices=sorted(DATASETS))
     p.add_argument("--eps", nargs="+", type=parse_eps, default=[1.0, 4.0, 8.0, math.inf])
     p.add_argument("--n-sims", type=int, default=100)
     p.add_argument("--out", default=None, help="folder to append setups.csv and draws.csv to")
-    p.add_argument("--table", choices=["setups", "coverage", "membership"], default=None)
+    p.add_argument("--table", choices=["setups", "coverage", "membership", "targets"], default=None)
     p.add_argument("--dir", default="results/privacy", help="with --table: the folder of setups.csv and draws.csv")
     args = p.parse_args(argv)
     if args.table:
