@@ -367,6 +367,15 @@ def _dp_generator(seed: int) -> torch.Generator:
     "The noise and sampling stream of `fedavg_many(dp=..., seed=seed)`: apart from the shuffles' stream."
     return torch.Generator().manual_seed(int(np.random.SeedSequence([int(seed), 1]).generate_state(1)[0]))
 
+# %% ../nbs/05_federated.ipynb #eb896884
+def _check_options(batch_size, lr, server_optimizer, client_lr, dp) -> None:
+    "`fedavg_many`'s schedule options (ValueError naming the first bad one)."
+    if not (batch_size >= 1 and int(batch_size) == batch_size): raise ValueError(f"batch_size={batch_size}: must be an integer >= 1")
+    if not lr > 0: raise ValueError(f"lr={lr}: must be > 0")
+    if server_optimizer not in ("avg", "adam"): raise ValueError(f"server_optimizer={server_optimizer!r}: use 'avg' or 'adam'")
+    if not client_lr > 0: raise ValueError(f"client_lr={client_lr}: must be > 0")
+    if dp is not None and not isinstance(dp, PrivateSteps): raise ValueError(f"dp: pass a privacy.DPConfig or None, got {type(dp).__name__}")
+
 # %% ../nbs/05_federated.ipynb #f0b95fed
 def fedavg_many(
     model: nn.Module | Callable[[], nn.Module],  # template module (common init) or factory (one init per federation)
@@ -393,12 +402,8 @@ def fedavg_many(
     "FedAvg on G independent federations at once; returns the G global models and a long history (round, epoch, federation, loss)."
     loss_fn, loss_name = _get_loss(loss)
     R_ = _rounds(rounds, epochs, local_epochs)
-    if not (batch_size >= 1 and int(batch_size) == batch_size): raise ValueError(f"batch_size={batch_size}: must be an integer >= 1")
-    if not lr > 0: raise ValueError(f"lr={lr}: must be > 0")
+    _check_options(batch_size, lr, server_optimizer, client_lr, dp)
     dev = check_device(device)
-    if server_optimizer not in ("avg", "adam"): raise ValueError(f"server_optimizer={server_optimizer!r}: use 'avg' or 'adam'")
-    if not client_lr > 0: raise ValueError(f"client_lr={client_lr}: must be > 0")
-    if dp is not None and not isinstance(dp, PrivateSteps): raise ValueError(f"dp: pass a privacy.DPConfig or None, got {type(dp).__name__}")
     S = _as_dtype(_stack_clients(federations, loss_name), _float_dtype(dtype))
     wd = _weight_decays(weight_decay, S.G)
     gen = torch.Generator().manual_seed(int(seed))
