@@ -238,7 +238,7 @@ def _spend_privacy(ctx: Context, agreement: TrainingAgreement, plans: dict, k: i
             os.replace(path.with_name(path.name + ".tmp"), path)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-    _set_state_json(ctx, RUN_STATE, {**_run_state(ctx), "epsilon": eps})
+    _set_state_json(ctx, RUN_STATE, {**_run_state(ctx), "epsilon": None if math.isinf(eps) else eps})   # null: not private
     return eps
 
 # %% ../../nbs/10b_federation_agreement.ipynb #be81957a

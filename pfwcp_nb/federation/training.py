@@ -314,12 +314,11 @@ def _gather(run: _Run, grid: Grid) -> None:
                      predictor=proj_pred, ratios=proj_rat)
 
 # %% ../../nbs/10e_federation_training.ipynb #3bf93a5d
-def _privacy_line(plans: dict, agents: list) -> str:
-    "The run's log line on its training's privacy: each agent's epsilon (`agreement.run_epsilon`), or that it is not private."
+def _privacy_line(plans: dict, agents: list) -> str | None:
+    "The run's log line on a private training: each agent's epsilon (`agreement.run_epsilon`); None when it is not private."
     eps = {k: run_epsilon(plans, k, DELTA) for k in agents}
     if any(math.isinf(e) for e in eps.values()):
-        return ("privacy: the training is not private (no privacy.DPConfig in train_kw): every update carries what the "
-                "agent's rows did to the network (docs/privacy.md)")
+        return None
     return (f"privacy: DP-SGD by every agent, epsilon per agent at delta {DELTA:g}: "
             + ", ".join(f"{k}: {e:.3g}" for k, e in eps.items()))
 
@@ -360,7 +359,7 @@ def _set_up(run: _Run) -> None:
         raise RuntimeError(f"features: agents {run.alive} accepted the set-up; the test agent and min_agents="
                            f"{cfg.min_agents} are needed: {run.srv.why.get(0, '')} (see the log).")
     run.res.seconds["setup"] = time.perf_counter() - run.t_start - run.res.seconds["connect"]
-    run.srv.event(_privacy_line({t.name: t for t in tasks}, run.alive))
+    if (line := _privacy_line({t.name: t for t in tasks}, run.alive)) is not None: run.srv.event(line)
 
 # %% ../../nbs/10e_federation_training.ipynb #954e17c2
 def _round_requests(run: _Run, rnd: int, act: list) -> dict:
