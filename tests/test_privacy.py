@@ -209,3 +209,28 @@ def test_the_membership_attack_wins_against_training_that_is_not_private():
 def test_the_membership_attack_is_held_at_the_default_private_setting():
     r = run_attack("--eps", "8", "--trials", "1000")
     assert r.returncode == 0, r.stdout + r.stderr            # advantage <= 0.1 from one round
+
+
+# --- the study (studies/privacy/run.py) ---------------------------------------------------------------------------
+
+def run_study(*args):
+    return subprocess.run([sys.executable, str(ROOT / "studies" / "privacy" / "run.py"), *args], cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+def test_the_study_tables_read_the_stored_results_and_bad_arguments_exit_2():
+    for t in ("setups", "coverage", "membership", "targets"):
+        r = run_study("--table", t, "--dir", "results/privacy")
+        assert r.returncode == 0 and r.stdout.startswith("| "), (t, r.stderr)
+    for bad in (["--n-sims", "0", "--out", "x"], ["--eps", "-1", "--out", "x"], []):
+        r = run_study(*bad)
+        assert r.returncode == 2 and "usage:" in r.stderr, bad
+
+
+@pytest.mark.slow
+def test_the_studys_smallest_run(tmp_path):
+    r = run_study("--datasets", "gaussian", "--eps", "8", "--n-sims", "1", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    import pandas as pd
+    s = pd.read_csv(tmp_path / "setups.csv")
+    assert s.eps_test_agent.iloc[0] == pytest.approx(8.0, abs=1e-6) and len(pd.read_csv(tmp_path / "draws.csv")) == 6
