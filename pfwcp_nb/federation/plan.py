@@ -105,8 +105,10 @@ def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
     for name, d in (("predictor", pred), ("ratios", rat)):
         if d["pca"] is not None and not (isinstance(d["pca"], float) and 0 < d["pca"] <= 1):
             raise ValueError(f"train_kw[{name!r}]['pca']={d['pca']!r}: over Flower give a variance ratio in (0, 1] or None.")
+        if isinstance(d["dp"], dict):                      # the JSON form (a deployment's train-kw): to_dict()'s fields
+            d["dp"] = DPConfig.from_dict(d["dp"], f"train_kw[{name!r}]['dp']")
         if d["dp"] is not None and not isinstance(d["dp"], DPConfig):
-            raise ValueError(f"train_kw[{name!r}]['dp']={d['dp']!r:.80}: give a privacy.DPConfig or None (not private).")
+            raise ValueError(f"train_kw[{name!r}]['dp']={d['dp']!r:.80}: give a privacy.DPConfig, its to_dict(), or None (not private).")
     return pred, rat
 
 # %% ../../nbs/10a_federation_plan.ipynb #53be45bb
