@@ -24,6 +24,8 @@ if cfg.get('pip_requirements'): requirements += shlex.split(cfg.get('pip_require
 min_python = cfg['min_python']
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 flower_requirements = shlex.split(cfg.get('flower_requirements', ''))
+# the private training's accountant (pfwcp_nb.privacy); the Flower agents need it too (their training agreement)
+privacy_requirements = shlex.split(cfg.get('privacy_requirements', ''))
 # the dev extra includes the optional extras so that CI runs their tests
 dev_requirements = shlex.split(cfg.get('dev_requirements', '')) + flower_requirements
 
@@ -39,7 +41,7 @@ setuptools.setup(
     packages = setuptools.find_packages(include=['pfwcp_nb', 'pfwcp_nb.*']),
     include_package_data = True,
     install_requires = requirements,
-    extras_require={ 'dev': dev_requirements, 'flower': flower_requirements },
+    extras_require={ 'dev': dev_requirements, 'flower': flower_requirements, 'privacy': privacy_requirements },
     dependency_links = cfg.get('dep_links','').split(),
     python_requires  = '>=' + cfg['min_python'],
     long_description = open('README.md', encoding='utf-8').read(),

@@ -19,8 +19,8 @@ from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['LOSSES', 'make_mlp', 'check_device', 'fedavg_many', 'fedavg', 'train_centralised', 'EngineStream', 'fedavg_rounds',
-           'local_round', 'fedavg_loop']
+__all__ = ['LOSSES', 'make_mlp', 'check_device', 'PrivateSteps', 'fedavg_many', 'fedavg', 'train_centralised', 'EngineStream',
+           'fedavg_rounds', 'local_round', 'fedavg_loop']
 
 # %% ../nbs/05_federated.ipynb #85cf970d
 def _mse(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -352,6 +352,30 @@ def _server_step(R: _Replicas, server):
             avgs = gparams
         for p, av in zip(R.params, avgs): p.copy_(av[R.grp])
 
+# %% ../nbs/05_federated.ipynb #eed682d1
+class PrivateSteps:
+    "What `fedavg_many(dp=...)` and `local_round(dp=...)` run in place of the non-private local epoch (`privacy.DPConfig`, notebook 06b_privacy)."
+    def local_epoch(self, R: _Replicas, # the replicas (parameters, data, forward, loss)
+                    opt, # their client optimiser (`_optimisers`)
+                    wd_r: torch.Tensor | None, # per-replica weight decay to add to the gradients (or None)
+                    gen: torch.Generator, # the source of the sampling and the noise
+                   ):
+        "One private local epoch of every replica."
+        raise NotImplementedError
+
+def _dp_generator(seed: int) -> torch.Generator:
+    "The noise and sampling stream of `fedavg_many(dp=..., seed=seed)`: apart from the shuffles' stream."
+    return torch.Generator().manual_seed(int(np.random.SeedSequence([int(seed), 1]).generate_state(1)[0]))
+
+# %% ../nbs/05_federated.ipynb #eb896884
+def _check_options(batch_size, lr, server_optimizer, client_lr, dp) -> None:
+    "`fedavg_many`'s schedule options (ValueError naming the first bad one)."
+    if not (batch_size >= 1 and int(batch_size) == batch_size): raise ValueError(f"batch_size={batch_size}: must be an integer >= 1")
+    if not lr > 0: raise ValueError(f"lr={lr}: must be > 0")
+    if server_optimizer not in ("avg", "adam"): raise ValueError(f"server_optimizer={server_optimizer!r}: use 'avg' or 'adam'")
+    if not client_lr > 0: raise ValueError(f"client_lr={client_lr}: must be > 0")
+    if dp is not None and not isinstance(dp, PrivateSteps): raise ValueError(f"dp: pass a privacy.DPConfig or None, got {type(dp).__name__}")
+
 # %% ../nbs/05_federated.ipynb #f0b95fed
 def fedavg_many(
     model: nn.Module | Callable[[], nn.Module],  # template module (common init) or factory (one init per federation)
@@ -373,15 +397,13 @@ def fedavg_many(
     num_threads: int | None = 1,                 # torch threads during training (restored afterwards); None: leave as is
     device: str | torch.device = "cpu",          # torch device of the training ('cpu', 'cuda', 'cuda:1'); models come back on the CPU
     dtype: str = "float32",                      # "float32" (default; the stored grids) or "float64": parameters and data
+    dp: PrivateSteps | None = None,              # record-level DP-SGD in every local step (`privacy.DPConfig`); None: not private
 ) -> tuple[list[nn.Module], pd.DataFrame]:
     "FedAvg on G independent federations at once; returns the G global models and a long history (round, epoch, federation, loss)."
     loss_fn, loss_name = _get_loss(loss)
     R_ = _rounds(rounds, epochs, local_epochs)
-    if not (batch_size >= 1 and int(batch_size) == batch_size): raise ValueError(f"batch_size={batch_size}: must be an integer >= 1")
-    if not lr > 0: raise ValueError(f"lr={lr}: must be > 0")
+    _check_options(batch_size, lr, server_optimizer, client_lr, dp)
     dev = check_device(device)
-    if server_optimizer not in ("avg", "adam"): raise ValueError(f"server_optimizer={server_optimizer!r}: use 'avg' or 'adam'")
-    if not client_lr > 0: raise ValueError(f"client_lr={client_lr}: must be > 0")
     S = _as_dtype(_stack_clients(federations, loss_name), _float_dtype(dtype))
     wd = _weight_decays(weight_decay, S.G)
     gen = torch.Generator().manual_seed(int(seed))
@@ -392,13 +414,15 @@ def fedavg_many(
     torch.manual_seed(int(seed))          # dropout & co. draw from the global RNG: seed it, restore it afterwards
     try:
         R, N = _replicas(mods, S, loss_fn, dev), S.X.shape[1]
-        lockstep = bool((torch.ceil(S.n / batch_size) == math.ceil(N / batch_size)).all())
+        lockstep = dp is not None or bool((torch.ceil(S.n / batch_size) == math.ceil(N / batch_size)).all())
+        dp_gen = None if dp is None else _dp_generator(seed)
         opt, server, wd_r = _optimisers(R, server_optimizer, lockstep, lr, wd, client_lr)
         every = max(1, R_ // 500) if record_every is None else (record_every if record_every > 0 else R_)
         recs, bar = [], tqdm(range(1, R_ + 1), desc=desc, disable=not progress, leave=False)
         for rnd in bar:
             for _ in range(local_epochs):
-                _local_epoch(R, opt, _epoch_order(gen, S.n, N).to(dev), batch_size, wd_r)   # draws stay on the CPU generator
+                if dp is not None: dp.local_epoch(R, opt, wd_r, dp_gen)
+                else: _local_epoch(R, opt, _epoch_order(gen, S.n, N).to(dev), batch_size, wd_r)   # draws stay on the CPU generator
             _server_step(R, server)
             if rnd % every == 0 or rnd == R_:
                 gl = _global_loss(R)
@@ -489,9 +513,13 @@ def local_round(model, # module factory of the task's network
                 client_lr: float,
                 lockstep: bool, # every replica of the federation takes the same steps per epoch (the fused Adam)
                 opt_state: dict | None = None, # the local optimiser's state after the previous round (None: fresh)
+                dp: PrivateSteps | None = None, # the agent's record-level DP-SGD (`privacy.DPConfig`): `orders` then give only E
+                noise_gen: torch.Generator | None = None, # with `dp`: the agent's own source of sampling and noise
                ) -> tuple[list, dict]: # (per replica {name: array}, the optimiser's state)
     "One agent's local work in one round: the engine's local epochs on its own replicas, as `fedavg_many` runs them."
     loss_fn, loss_name = _get_loss(loss)
+    if dp is not None and not (isinstance(dp, PrivateSteps) and isinstance(noise_gen, torch.Generator)):
+        raise ValueError("dp: a privacy.DPConfig and noise_gen, the agent's own torch.Generator, go together")
     S = _stack_clients([[c] for c in clients], loss_name)
     mods = []
     for st in start:
@@ -503,7 +531,8 @@ def local_round(model, # module factory of the task's network
     opt, _, wd_r = _optimisers(R, server_optimizer, lockstep, lr, float(weight_decay), client_lr)
     if opt_state: _load_opt_state(opt, opt_state)
     for e in range(orders[0].shape[0]):
-        _local_epoch(R, opt, torch.as_tensor(np.stack([o[e] for o in orders])), batch_size, wd_r)
+        if dp is not None: dp.local_epoch(R, opt, wd_r, noise_gen)
+        else: _local_epoch(R, opt, torch.as_tensor(np.stack([o[e] for o in orders])), batch_size, wd_r)
     out = [{k: R.params[i][r].detach().clone().numpy() for i, k in enumerate(R.names)} for r in range(len(clients))]
     return out, _opt_state(opt)
 

@@ -4,7 +4,7 @@ interpreter): `import pfwcp_nb; pfwcp_nb.split_conformal` gives split CP without
 
     method       the method: quantiles, coverage, Procedure 1, PFWCP, one-shot, trust, the method registry (numpy, scipy)
     data         the datasets and their files (pandas)
-    models       the predictors, the density ratios, the localizer, federated training (torch)
+    models       the predictors, the density ratios, the localizer, federated training and its privacy (torch)
     experiments  the paper's harness: draws, grid, backends, command lines, reports
     federation   the deployable federation by party (Flower): it uses models, never the harness
 """
@@ -23,7 +23,7 @@ LAYERS = {   # the layer map: layer -> its modules (dotted under the package; "f
     "method": {"_validate", "argtypes", "quantiles", "coverage", "procedure", "pfwcp", "evidence", "trust", "oneshot",
                "query_policy", "value", "methods"},
     "data": {"data", "fetch"},
-    "models": {"federated", "models", "density_ratio", "localizer"},
+    "models": {"federated", "models", "density_ratio", "privacy", "localizer"},
     "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "grid", "backends", "runner", "reproduce",
                     "demo"},
     "federation": {"federation.*"},

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/10c_federation_agent.ipynb #300b8c77
 from __future__ import annotations
-import json, math
+import json, math, secrets, zlib
 from dataclasses import dataclass
 import numpy as np
 import torch
@@ -19,7 +19,8 @@ from ..models import FederatedPredictor, PCAProjection
 from ..density_ratio import RatioFeatures, pairwise_ratio_functions
 from .plan import TaskPlan, round_move, initial_networks
 from .agreement import (RUN_STATE, POLICY_STATE, TrainingAgreement, _check_move, _remember, _run_state,
-                                           _spend, _state_json, _set_state_json, _state_arrays, _set_state_arrays)
+                                           _spend, _spend_privacy, _state_json, _set_state_json, _state_arrays,
+                                           _set_state_arrays)
 
 # %% auto #0
 __all__ = ['STAGES', 'agent_reply', 'agent_client_app', 'AgentData', 'agent_train', 'agent_calibration', 'agent_query',
@@ -142,13 +143,25 @@ def _train_plans(ctx: Context, k: int, d: dict, who: str) -> dict:
     used = _run_state(ctx); used["round"] = rnd; _set_state_json(ctx, RUN_STATE, used)
     return {n: plans[n] for n in tasks}
 
+# %% ../../nbs/10c_federation_agent.ipynb #deb5a8ee
+def _noise_gen(agreement: TrainingAgreement, ctx: Context, rnd: int, task: str) -> torch.Generator:
+    "The agent's DP noise for one task and round: fresh OS entropy, or (tests, simulations) the agreed `dp_seed`'s stream."
+    if agreement.dp_seed is None:
+        return torch.Generator().manual_seed(secrets.randbits(63))
+    ss = np.random.SeedSequence([agreement.dp_seed, int(ctx.run_id), int(rnd), zlib.crc32(task.encode())])
+    return torch.Generator().manual_seed(int(ss.generate_state(1, np.uint64)[0] >> np.uint64(1)))
+
 # %% ../../nbs/10c_federation_agent.ipynb #d1c2802b
+# long cell: one training round of an agent, its checks (round, plans, networks, moves) before any work, then each task's
 def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordDict,
                 agreement: TrainingAgreement) -> RecordDict:
     "Agent k's answer to one training round: local work on every replica it holds, new parameters and counts back."
     who = f"agent {k}, training round {d.get('round')!r}"
     arrays, counts = {}, {}
-    for tname, plan in _train_plans(ctx, k, d, who).items():
+    todo = _train_plans(ctx, k, d, who)
+    if d["round"] == 1:                                   # the run's whole training, charged before any update leaves
+        _spend_privacy(ctx, agreement, _agent_plans(ctx, who), k, who)
+    for tname, plan in todo.items():
         reps = plan.replicas(k)
         shapes = plan.shapes()
         start, orders, clients = [], [], []
@@ -175,7 +188,8 @@ def agent_train(ctx: Context, data: AgentData, k: int, d: dict, content: RecordD
         try:
             new, st = local_round(plan.make, clients, start, orders, loss=plan.loss, batch_size=plan.batch_size,
                                   lr=plan.lr, weight_decay=plan.weight_decay, server_optimizer=plan.server_optimizer,
-                                  client_lr=plan.client_lr, lockstep=d["tasks"][tname]["lockstep"], opt_state=st)
+                                  client_lr=plan.client_lr, lockstep=d["tasks"][tname]["lockstep"], opt_state=st,
+                                  dp=plan.dp_config(), noise_gen=_noise_gen(agreement, ctx, d["round"], tname) if plan.dp else None)
         finally:
             torch.set_num_threads(old)
         if st: _set_state_arrays(ctx, key, st)

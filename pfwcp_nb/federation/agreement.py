@@ -4,7 +4,7 @@
 
 # %% ../../nbs/10b_federation_agreement.ipynb #7245cc99
 from __future__ import annotations
-import fcntl, json, os
+import fcntl, json, math, os, secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -17,9 +17,24 @@ from fastcore.basics import patch
 from ..query_policy import QueryPolicy, QueryRefused
 from .plan import MAX_CLASSES, TaskPlan, _settings, plan_tasks
 from .._validate import check_pos_int
+from ..privacy import DELTA, DPConfig, dp_epsilon, training_epsilon
 
 # %% auto #0
-__all__ = ['RUN_STATE', 'BUDGETS', 'POLICY_STATE', 'TrainingAgreement', 'agreed_policy']
+__all__ = ['RUN_STATE', 'BUDGETS', 'PRIVACY_KEYS', 'POLICY_STATE', 'TrainingAgreement', 'run_epsilon', 'agreed_policy']
+
+# %% ../../nbs/10b_federation_agreement.ipynb #43e0793e
+def _check_privacy(ag) -> None:
+    "A TrainingAgreement's privacy fields (ValueError naming the field): a budget needs a private schedule."
+    e = ag.epsilon
+    if e is not None and (isinstance(e, bool) or not isinstance(e, (int, float)) or not 0 < e < math.inf):
+        raise ValueError(f"`epsilon` must be a finite number > 0 (or None: no privacy budget), got {e!r}.")
+    if not (isinstance(ag.delta, float) and 0 < ag.delta < 1):
+        raise ValueError(f"`delta` must be a float in (0, 1), e.g. 1e-5, got {ag.delta!r}.")
+    if ag.dp_seed is not None and (isinstance(ag.dp_seed, bool) or not isinstance(ag.dp_seed, int) or ag.dp_seed < 0):
+        raise ValueError(f"`dp_seed` must be an integer >= 0 or None (fresh OS entropy), got {ag.dp_seed!r}.")
+    if e is not None and (ag.pred["dp"] is None or ag.rat["dp"] is None):
+        raise ValueError(f"`epsilon`={e}: a privacy budget needs a private schedule (train_kw with a DPConfig for "
+                         "'predictor' and 'ratios', e.g. privacy.private_train_kw(epsilon, K)).")
 
 # %% ../../nbs/10b_federation_agreement.ipynb #6d478be8
 def _set_state_json(ctx: Context, key: str, d: dict):
@@ -56,6 +71,10 @@ class TrainingAgreement:
     runs: int = 1                     # test-weight requests and predictions answered in all (the test agent)
     max_pca: int = 3                  # PCA requests answered per run (asked again when an agent is left out)
     state: str | Path | None = None   # JSON file of the `runs` counts across runs (deployment); None: per run
+    epsilon: float | None = None      # privacy budget of this agent's training rows, all runs of the state file together
+                                      # (epsilon at `delta`, `privacy.dp_epsilon`); None: none (any agreed schedule)
+    delta: float = DELTA
+    dp_seed: int | None = None        # seed of the agent's DP noise (tests, simulations); None: fresh OS entropy
 
     def __post_init__(self):
         self.pred, self.rat = _settings(self.dataset, self.train_kw)
@@ -63,6 +82,15 @@ class TrainingAgreement:
             raise ValueError(f"`seed` must be an integer >= 0, got {self.seed!r}.")
         self.runs, self.max_pca = check_pos_int(self.runs, "runs"), check_pos_int(self.max_pca, "max_pca")
         self.agents, self.max_train = check_pos_int(self.agents, "agents"), check_pos_int(self.max_train, "max_train")
+        _check_privacy(self)
+
+# %% ../../nbs/10b_federation_agreement.ipynb #0bae8c0b
+def run_epsilon(plans: dict, # {"predictor": TaskPlan, "ratios": TaskPlan} of one run
+                k: int, # the agent
+                delta: float = DELTA) -> float:
+    "Agent k's epsilon for one run's training: each task's DP-SGD steps, times the replicas holding its rows (inf: not private)."
+    steps = lambda p: p.rounds * p.local_epochs * (p.dp_config().steps_per_epoch if p.dp else 1)
+    return training_epsilon([(p.dp_config(), steps(p), len(p.replicas(k))) for p in plans.values()], delta)
 
 # %% ../../nbs/10b_federation_agreement.ipynb #4c76cc67
 @patch
@@ -82,6 +110,9 @@ def check_plans(self: TrainingAgreement, plans: dict, # {"predictor": TaskPlan, 
             raise QueryRefused(f"{who}: the server's {name} plan takes {p.d_in} inputs; agreed: "
                                + (f"the {d} covariates." if pca is None else f"a PCA of the {d} covariates."))
     pp, pr = plans["predictor"], plans["ratios"]
+    if self.epsilon is not None and (e := run_epsilon(plans, k, self.delta)) > self.epsilon:
+        raise QueryRefused(f"{who}: the plans' training gives this agent's rows epsilon = {e:.3g} (delta {self.delta:g}), "
+                           f"above its agreed budget {self.epsilon:g}.")
     cls = self.pred["task"] == "classification"
     if not (2 <= pp.d_out <= MAX_CLASSES if cls else pp.d_out == 1) or pr.d_out != 1:
         raise QueryRefused(f"{who}: output widths {pp.d_out} (predictor), {pr.d_out} (ratios) are not the agreed task's.")
@@ -98,6 +129,17 @@ def check_plans(self: TrainingAgreement, plans: dict, # {"predictor": TaskPlan, 
 # %% ../../nbs/10b_federation_agreement.ipynb #5fede2c8
 def _run_state(ctx: Context) -> dict:
     return _state_json(ctx, RUN_STATE) if RUN_STATE in ctx.state.config_records else {}
+
+# %% ../../nbs/10b_federation_agreement.ipynb #15fb2ca8
+PRIVACY_KEYS = ("dp-history", "non-private", "epsilon")   # budget file: the training's privacy spent across runs
+
+def _privacy_ok(used: dict) -> bool:
+    "The privacy record of a budget file: DP-SGD schedules [sigma > 0, 0 < q <= 1, steps >= 0], epsilon >= 0 or null."
+    h, e = used.get("dp-history", []), used.get("epsilon")
+    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    return (isinstance(h, list) and all(isinstance(r, list) and len(r) == 3 and all(map(num, r)) and r[0] > 0
+                                        and 0 < r[1] <= 1 and type(r[2]) is int and r[2] >= 0 for r in h)
+            and (e is None or (num(e) and e >= 0)))
 
 # %% ../../nbs/10b_federation_agreement.ipynb #0a3aa0b0
 def _remember(ctx: Context, nets: dict, rnd: int) -> None:
@@ -135,8 +177,8 @@ def _budget_file(path: Path, who: str) -> dict:
     except (ValueError, UnicodeDecodeError) as e:
         raise ValueError(f"{who}: {path} is not valid JSON ({e}); nothing is answered until it is restored, or removed "
                          "to start a new budget.") from None
-    if not isinstance(used, dict) or not set(used) <= set(BUDGETS) or not all(type(v) is int and v >= 0
-                                                                              for v in used.values()):
+    if not (isinstance(used, dict) and set(used) <= {*BUDGETS, *PRIVACY_KEYS} and _privacy_ok(used)
+            and all(type(used[b]) is int and used[b] >= 0 for b in (*BUDGETS, "non-private") if b in used)):
         raise ValueError(f"{who}: {path} is not a pipeline budget file {list(BUDGETS)} (counts that are integers >= 0), "
                          f"got {str(used)[:200]}; nothing is answered until it is restored, or removed to start a new budget.")
     return used
@@ -166,6 +208,38 @@ def _spend(ctx: Context, agreement: TrainingAgreement, what: str, who: str) -> N
         raise QueryRefused(f"{who}: the {what!r} stage was answered {used[what]} time(s), the agreed {rule}.")
     used[what] = used.get(what, 0) + 1
     _set_state_json(ctx, RUN_STATE, used)
+
+# %% ../../nbs/10b_federation_agreement.ipynb #aac7d2d9
+def _charge(used: dict, plans: dict, k: int, agreement: TrainingAgreement, who: str) -> tuple:
+    "The record `used` with this run's training added, and the agent's epsilon after it; QueryRefused past the budget."
+    steps = lambda p: p.rounds * p.local_epochs * (p.dp_config().steps_per_epoch if p.dp else 1)
+    hist = used.get("dp-history", []) + [[p.dp["noise_multiplier"], p.dp["sample_rate"], steps(p) * len(p.replicas(k))]
+                                          for p in plans.values() if p.dp and p.replicas(k)]
+    nonp = used.get("non-private", 0) + sum(1 for p in plans.values() if not p.dp and p.replicas(k))
+    eps = math.inf if nonp else dp_epsilon([(DPConfig(s, 1.0, q), n) for s, q, n in hist], agreement.delta)
+    if agreement.epsilon is not None and eps > agreement.epsilon:
+        raise QueryRefused(f"{who}: this run's training would bring this agent's epsilon to {eps:.3g} (delta "
+                           f"{agreement.delta:g}), above its agreed budget {agreement.epsilon:g} (TrainingAgreement.epsilon).")
+    return {**used, "dp-history": hist, "non-private": nonp, "epsilon": None if nonp else eps}, eps
+
+# %% ../../nbs/10b_federation_agreement.ipynb #a15b9aeb
+def _spend_privacy(ctx: Context, agreement: TrainingAgreement, plans: dict, k: int, who: str) -> float:
+    "Charge the run's whole training (`_charge`) before round 1's update leaves: in the state file (locked) or the run's state."
+    if agreement.state is None:
+        used, eps = _charge(_run_state(ctx), plans, k, agreement, who)
+        _set_state_json(ctx, RUN_STATE, used)
+        return eps
+    path = Path(agreement.state)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            used, eps = _charge(_budget_file(path, who), plans, k, agreement, who)
+            path.with_name(path.name + ".tmp").write_text(json.dumps(used, allow_nan=False), encoding="utf-8")
+            os.replace(path.with_name(path.name + ".tmp"), path)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    _set_state_json(ctx, RUN_STATE, {**_run_state(ctx), "epsilon": None if math.isinf(eps) else eps})   # null: not private
+    return eps
 
 # %% ../../nbs/10b_federation_agreement.ipynb #be81957a
 POLICY_STATE = "pipe-policy-used"   # context.state: the counts of an in-memory query policy between messages

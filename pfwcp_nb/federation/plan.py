@@ -11,6 +11,7 @@ from ..federated import make_mlp, EngineStream, fedavg_rounds
 from ..models import PAPER_EPOCHS, PREDICTOR_ARCHS, predictor_settings
 from ..density_ratio import DEFAULT_EPS, ratio_settings
 from ..models import DEFAULT_TRAIN_KW
+from ..privacy import DPConfig
 
 # %% auto #0
 __all__ = ['MAX_CLASSES', 'ADAM_MOVE', 'TaskPlan', 'plan_tasks', 'round_move', 'initial_networks']
@@ -34,8 +35,11 @@ class TaskPlan:
     client_lr: float
     members: list                   # members[g]: the agents of federation g, in the in-process replica order
     label: list                     # label[g][j]: ratios: the class of member j (1 test agent, 0 agent k); None: own labels
+    dp: dict | None = None          # the agents' DP-SGD (`privacy.DPConfig.to_dict()`); None: not private
 
     def make(self): return make_mlp(self.d_in, self.hidden, self.d_out, self.activation)
+
+    def dp_config(self) -> DPConfig | None: return None if self.dp is None else DPConfig(**self.dp)
 
     def to_dict(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -64,7 +68,8 @@ def from_dict(cls: TaskPlan, d: dict, who: str = "server"):
           and all(isinstance(m, list) and all(isinstance(a, int) and a >= 0 for a in m) for m in d["members"]))
     if not ok:
         raise ValueError(f"{who}: invalid task plan {d!r:.300}")
-    return cls(**{**d, "hidden": tuple(d["hidden"])})
+    dp = None if d["dp"] is None else DPConfig.from_dict(d["dp"], who).to_dict()
+    return cls(**{**d, "hidden": tuple(d["hidden"]), "dp": dp})
 
 # %% ../../nbs/10a_federation_plan.ipynb #8f3fcd06
 def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
@@ -77,11 +82,11 @@ def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
     task, preset = ps["task"], PREDICTOR_ARCHS[ps["arch"]]
     pred = dict(task=task, hidden=tuple(preset["hidden"]), activation=preset["activation"], pca=preset["pca"],
                 weight_decay=preset["weight_decay"], epochs=PAPER_EPOCHS, local_epochs=1, batch_size=32, lr=1e-3,
-                standardize_y=True, n_classes=None, server_optimizer="avg", client_lr=1.0)
+                standardize_y=True, n_classes=None, server_optimizer="avg", client_lr=1.0, dp=None)
     rs = ratio_settings(dataset)
     rat = dict(hparams="paper", hidden=rs["hidden"], pca=rs["pca"], epochs=600,
                local_epochs=1, batch_size=200, lr=1e-3, weight_decay=1e-4, server_optimizer="adam", client_lr=1.0,
-               eps=DEFAULT_EPS)
+               eps=DEFAULT_EPS, dp=None)
     for name, d in (("predictor", pred), ("ratios", rat)):
         over = dict(kw.get(name, {}))
         over.pop("progress", None)
@@ -100,6 +105,10 @@ def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
     for name, d in (("predictor", pred), ("ratios", rat)):
         if d["pca"] is not None and not (isinstance(d["pca"], float) and 0 < d["pca"] <= 1):
             raise ValueError(f"train_kw[{name!r}]['pca']={d['pca']!r}: over Flower give a variance ratio in (0, 1] or None.")
+        if isinstance(d["dp"], dict):                      # the JSON form (a deployment's train-kw): to_dict()'s fields
+            d["dp"] = DPConfig.from_dict(d["dp"], f"train_kw[{name!r}]['dp']")
+        if d["dp"] is not None and not isinstance(d["dp"], DPConfig):
+            raise ValueError(f"train_kw[{name!r}]['dp']={d['dp']!r:.80}: give a privacy.DPConfig, its to_dict(), or None (not private).")
     return pred, rat
 
 # %% ../../nbs/10a_federation_plan.ipynb #53be45bb
@@ -109,11 +118,11 @@ def plan_tasks(pred: dict, rat: dict, K: int, d_pred: int, d_ratio: int, n_class
     tp = TaskPlan("predictor", d_pred, tuple(pred["hidden"]), n_classes if cls else 1, pred["activation"],
                   "ce" if cls else "mse", fedavg_rounds(pred["epochs"], pred["local_epochs"]), int(pred["local_epochs"]),
                   int(pred["batch_size"]), float(pred["lr"]), float(pred["weight_decay"]), pred["server_optimizer"],
-                  float(pred["client_lr"]), [list(range(K))], [None])
+                  float(pred["client_lr"]), [list(range(K))], [None], None if pred["dp"] is None else pred["dp"].to_dict())
     tr = TaskPlan("ratios", d_ratio, (int(rat["hidden"]),), 1, "relu", "bce",
                   fedavg_rounds(rat["epochs"], rat["local_epochs"]), int(rat["local_epochs"]), int(rat["batch_size"]),
                   float(rat["lr"]), float(rat["weight_decay"]), rat["server_optimizer"], float(rat["client_lr"]),
-                  [[0, k] for k in range(1, K)], [[1, 0] for _ in range(1, K)])
+                  [[0, k] for k in range(1, K)], [[1, 0] for _ in range(1, K)], None if rat["dp"] is None else rat["dp"].to_dict())
     return [tp, tr]
 
 # %% ../../nbs/10a_federation_plan.ipynb #255347d3
@@ -124,7 +133,8 @@ ADAM_MOVE = 8.0            # the most one Adam step (betas 0.9, 0.999) moves a c
 def round_move(plan: TaskPlan, n_max: int) -> float:
     """The most one round moves a coordinate of a global network: one server Adam step (FedAdam), or the local Adam
     steps of an agent with `n_max` points (FedAvg: the average of moves of at most that)."""
-    steps = 1 if plan.server_optimizer == "adam" else plan.local_epochs * math.ceil(n_max / plan.batch_size)
+    per_epoch = plan.dp_config().steps_per_epoch if plan.dp else math.ceil(n_max / plan.batch_size)   # DP: Poisson steps
+    steps = 1 if plan.server_optimizer == "adam" else plan.local_epochs * per_epoch
     return ADAM_MOVE * plan.lr * steps
 
 # %% ../../nbs/10a_federation_plan.ipynb #6c426b5c

@@ -18,6 +18,8 @@ from .plan import MAX_CLASSES, TaskPlan, _settings, plan_tasks, round_move
 from fastcore.basics import patch
 from .server import INVALID, PipelineResult, _Server, _calibrate, _num, calibration_checks
 from .._validate import check_pos_int
+from .agreement import run_epsilon
+from ..privacy import DELTA
 
 # %% auto #0
 __all__ = ['MAX_TRAIN', 'ServerTask', 'PipelineConfig', 'pipeline_server']
@@ -313,6 +315,15 @@ def _gather(run: _Run, grid: Grid) -> None:
     run.setup = dict(task=task, d=stats[0][0]["d"], y_mean=float(y_mean), y_std=float(y_std), n_classes=n_classes,
                      predictor=proj_pred, ratios=proj_rat)
 
+# %% ../../nbs/10e_federation_training.ipynb #3bf93a5d
+def _privacy_line(plans: dict, agents: list) -> str | None:
+    "The run's log line on a private training: each agent's epsilon (`agreement.run_epsilon`); None when it is not private."
+    eps = {k: run_epsilon(plans, k, DELTA) for k in agents}
+    if any(math.isinf(e) for e in eps.values()):
+        return None
+    return (f"privacy: DP-SGD by every agent, epsilon per agent at delta {DELTA:g}: "
+            + ", ".join(f"{k}: {e:.3g}" for k, e in eps.items()))
+
 # %% ../../nbs/10e_federation_training.ipynb #165970c2
 def _ack(stage: str):
     "The check of an agent's acknowledgement of a set-up message (`_Server.parse`)."
@@ -350,6 +361,7 @@ def _set_up(run: _Run) -> None:
         raise RuntimeError(f"features: agents {run.alive} accepted the set-up; the test agent and min_agents="
                            f"{cfg.min_agents} are needed: {run.srv.why.get(0, '')} (see the log).")
     run.res.seconds["setup"] = time.perf_counter() - run.t_start - run.res.seconds["connect"]
+    if (line := _privacy_line({t.name: t for t in tasks}, run.alive)) is not None: run.srv.event(line)
 
 # %% ../../nbs/10e_federation_training.ipynb #954e17c2
 def _round_requests(run: _Run, rnd: int, act: list) -> dict:
