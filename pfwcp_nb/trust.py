@@ -198,6 +198,7 @@ class Regime:
     agents: tuple = ()     # the agents the method is calibrated on (0 first): those whose ratios the evidence keeps; () all
 
 # %% ../nbs/02c_trust.ipynb #c41b0102
+# long cell: the regimes as one decision table, a rule and its reason per return
 def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), as the server holds them
               alpha: float = 0.1, # miscoverage level
               delta: float | None = None, # None: MC; else the CCC level
