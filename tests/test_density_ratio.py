@@ -3,15 +3,16 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, spearmanr
 
-import pfwcp_nb.density_ratio as dr
+import pfwcp_nb.ratio_fit as dr
 from pfwcp_nb.models import train_predictor
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.density_ratio import (
-    DEFAULT_EPS, RATIO_METHODS, AgentHoldout, DensityRatio, cifar_oracle_ratio, federated_temperature,
-    fit_density_ratios, fit_fwcp_ratio, gaussian_oracle_ratio, image_statistics, oracle_density_ratios, ratio_quality,
-    ratio_settings, select_by_validation, tilting_oracle_ratio,
+    DEFAULT_EPS, RATIO_METHODS, DensityRatio, cifar_oracle_ratio, gaussian_oracle_ratio, image_statistics,
+    oracle_density_ratios, ratio_quality, ratio_settings, tilting_oracle_ratio,
 )
-from pfwcp_nb.data import make_federation
+from pfwcp_nb.ratio_validation import AgentHoldout, federated_temperature, select_by_validation
+from pfwcp_nb.ratio_fit import fit_density_ratios
+from pfwcp_nb.ratio_fwcp import fit_fwcp_ratio
 
 K, D = 11, 10
 

@@ -28,7 +28,7 @@ from scipy.stats import multivariate_normal
 from sklearn.linear_model import Ridge
 
 from pfwcp_nb.methods import CalibrationDraw, cp, ospfwcp, pfwcp
-from pfwcp_nb.density_ratio import fit_density_ratios
+from pfwcp_nb.ratio_fit import fit_density_ratios
 from pfwcp_nb.metrics import coverage_metrics, evaluate_thresholds
 
 K, D, N_CAL, N_TRAIN, M_TEST = 8, 3, 50, 200, 500

@@ -10,7 +10,8 @@ import sys
 import numpy as np
 from scipy.stats import spearmanr
 
-from pfwcp_nb.density_ratio import fit_density_ratios, image_statistics, oracle_density_ratios
+from pfwcp_nb.density_ratio import image_statistics, oracle_density_ratios
+from pfwcp_nb.ratio_fit import fit_density_ratios
 from pfwcp_nb.quantiles import effective_sample_size
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])

@@ -18,7 +18,7 @@ import pandas as pd
 
 from pfwcp_nb.methods import fwcp
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.density_ratio import fit_fwcp_ratio
+from pfwcp_nb.ratio_fwcp import fit_fwcp_ratio
 from pfwcp_nb.pipeline import sample_draw, train_setup, training_split
 from pfwcp_nb.metrics import evaluate_thresholds
 from pfwcp_nb.quantiles import effective_sample_size

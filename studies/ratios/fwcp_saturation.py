@@ -10,7 +10,8 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from pfwcp_nb.baselines import oracle_fwcp_weights
-from pfwcp_nb.density_ratio import DEFAULT_EPS, fit_fwcp_ratio
+from pfwcp_nb.density_ratio import DEFAULT_EPS
+from pfwcp_nb.ratio_fwcp import fit_fwcp_ratio
 from pfwcp_nb.quantiles import effective_sample_size
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.density_ratio import RATIO_METHODS, fit_density_ratios, oracle_density_ratios, ratio_quality
+from pfwcp_nb.density_ratio import RATIO_METHODS, oracle_density_ratios, ratio_quality
+from pfwcp_nb.ratio_fit import fit_density_ratios
 
 
 def federation_data(name: str, seed: int, n_train: int = 50, n_cal: int = 100):

@@ -5,7 +5,9 @@ import sys
 
 import numpy as np
 
-from pfwcp_nb.density_ratio import RATIO_METHODS, fit_density_ratios, fit_fwcp_ratio
+from pfwcp_nb.density_ratio import RATIO_METHODS
+from pfwcp_nb.ratio_fit import fit_density_ratios
+from pfwcp_nb.ratio_fwcp import fit_fwcp_ratio
 from pfwcp_nb.models import train_predictor
 
 

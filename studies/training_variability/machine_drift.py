@@ -26,7 +26,7 @@ def child(dataset: str, epochs: int, dtype: str, model_seed: int, threads: int, 
     "Train the predictor (and, in float32, the pairwise ratios) of `dataset`; save their outputs on fixed points."
     import torch
     from pfwcp_nb.data import make_federation
-    from pfwcp_nb.density_ratio import fit_density_ratios
+    from pfwcp_nb.ratio_fit import fit_density_ratios
     from pfwcp_nb.models import train_predictor
     from pfwcp_nb.pipeline import training_seed, training_split
     fed = make_federation(dataset, "severe", seed=0)
