@@ -19,9 +19,10 @@ from .quantiles import effective_sample_size
 from ._validate import add_param_docs
 
 # %% auto #0
-__all__ = ['RATIO_METHODS', 'RATIO_MODELS', 'DEFAULT_EPS', 'RATIO_ARCHS', 'IMAGE_ARCHS', 'DensityRatio', 'gaussian_oracle_ratio',
-           'tilting_oracle_ratio', 'cifar_oracle_ratio', 'oracle_density_ratios', 'ratio_quality', 'ratio_settings',
-           'image_statistics', 'RatioFeatures', 'StandardizedFeatures', 'pairwise_ratio_functions']
+__all__ = ['RATIO_METHODS', 'RATIO_MODELS', 'DEFAULT_EPS', 'RATIO_ARCHS', 'IMAGE_ARCHS', 'RATIO_FEATURES', 'DensityRatio',
+           'gaussian_oracle_ratio', 'tilting_oracle_ratio', 'cifar_oracle_ratio', 'oracle_density_ratios',
+           'ratio_quality', 'ratio_settings', 'image_statistics', 'RatioFeatures', 'StandardizedFeatures',
+           'RatioCandidate', 'pairwise_ratio_functions']
 
 # %% ../nbs/06_density_ratio.ipynb #659598dc
 RATIO_METHODS: tuple[str, ...] = ("pairwise", "one_vs_rest", "multiclass")
@@ -201,6 +202,19 @@ class StandardizedFeatures:
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         return (self.inner.transform(X) - self.mean) / self.sd
+
+# %% ../nbs/06_density_ratio.ipynb #f8c36eb6
+@dataclass(frozen=True)
+class RatioCandidate:
+    "One candidate class of pairwise ratio classifiers: network (`hidden`=0: linear logistic), features, L2, training length."
+    name: str
+    hidden: int                  # hidden units of the one hidden layer; 0: linear logistic regression
+    features: str                # "paper": the dataset's (x or its PCA); "std": those standardised; "stats": `image_statistics` alone
+    weight_decay: float = 1e-4
+    epochs: int = 600
+    lr: float = 1e-3
+
+RATIO_FEATURES: tuple[str, ...] = ("paper", "std", "stats")
 
 # %% ../nbs/06_density_ratio.ipynb #f29a375d
 def _net_logits(net: torch.nn.Module, feat: RatioFeatures | PCAProjection | None, X: np.ndarray) -> np.ndarray:

@@ -15,27 +15,15 @@ import torch
 
 from .federated import fedavg_many, make_mlp
 from .models import _check_agents_X
-from .density_ratio import (DEFAULT_EPS, IMAGE_ARCHS, RATIO_ARCHS, DensityRatio, RatioFeatures, _logit_bound,
-                                    _ratio_arch, _ratio_functions)
+from .density_ratio import (DEFAULT_EPS, IMAGE_ARCHS, RATIO_ARCHS, DensityRatio, RATIO_FEATURES, RatioCandidate,
+                                    RatioFeatures,
+                                    _logit_bound, _ratio_arch, _ratio_functions)
 from .ratio_features import _standardized, fit_ratio_features
 from .ratio_validation import AgentHoldout, _pooled, _ratio_tasks, select_by_validation
 from ._validate import add_param_docs
 
 # %% auto #0
-__all__ = ['RATIO_FEATURES', 'RatioCandidate', 'ratio_candidates', 'fit_selected_ratios']
-
-# %% ../nbs/06f_ratio_selection.ipynb #f8c36eb6
-@dataclass(frozen=True)
-class RatioCandidate:
-    "One candidate class of pairwise ratio classifiers: network (`hidden`=0: linear logistic), features, L2, training length."
-    name: str
-    hidden: int                  # hidden units of the one hidden layer; 0: linear logistic regression
-    features: str                # "paper": the dataset's (x or its PCA); "std": those standardised; "stats": `image_statistics` alone
-    weight_decay: float = 1e-4
-    epochs: int = 600
-    lr: float = 1e-3
-
-RATIO_FEATURES: tuple[str, ...] = ("paper", "std", "stats")
+__all__ = ['ratio_candidates', 'fit_selected_ratios']
 
 # %% ../nbs/06f_ratio_selection.ipynb #71dd16b5
 def ratio_candidates(dataset: str | None = None) -> list[RatioCandidate]:

@@ -429,3 +429,20 @@ def test_fwcp_target_all_is_the_classifier_probability():
     z = o.log(cal[2])
     np.testing.assert_allclose(a.log(cal[2]), -np.logaddexp(0.0, -z), rtol=1e-12)
     assert np.all(a.log(cal[2]) < 0) and a.hparams["target"] == "all"
+
+
+def test_pickled_weight_functions_name_only_the_weight_function_module():
+    """The experiment cache pickles trained setups: every package object a fitted weight function refers to (log
+    functions, feature maps, candidates) lives in `density_ratio` (or `models`), so moving the fitting code between
+    modules never breaks a cache written before."""
+    import pickle, pickletools
+    from pfwcp_nb.density_ratio import RatioCandidate
+    from pfwcp_nb.ratio_selection import fit_selected_ratios
+    M, train, cal = gaussian_federation(2, K=3)
+    objs = [fit_density_ratios(train, m, epochs=3, progress=False) for m in RATIO_METHODS]
+    objs += [fit_fwcp_ratio(train, epochs=3), fit_selected_ratios(train, candidates=[RatioCandidate("l", 0, "std", 1e-2, 3)])]
+    mods = set()
+    for op, arg, _ in pickletools.genops(pickle.dumps(objs)):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE") and str(arg).startswith("pfwcp_nb"):
+            mods.add(arg)
+    assert mods and mods <= {"pfwcp_nb.density_ratio", "pfwcp_nb.models"}, mods

@@ -13,7 +13,8 @@ from pfwcp_nb import ratio_selection as DR
 from pfwcp_nb.ratio_fit import fit_density_ratios
 from pfwcp_nb import grid as grid_mod, pipeline, runner
 from pfwcp_nb.cache import ResultCache, RunConfig
-from pfwcp_nb.ratio_selection import RatioCandidate, fit_selected_ratios, ratio_candidates
+from pfwcp_nb.density_ratio import RatioCandidate
+from pfwcp_nb.ratio_selection import fit_selected_ratios, ratio_candidates
 from conftest import grid_run
 
 from test_cli import _check_usage_error, _run
