@@ -22,7 +22,7 @@ from ._validate import add_param_docs
 __all__ = ['RATIO_METHODS', 'RATIO_MODELS', 'DEFAULT_EPS', 'RATIO_ARCHS', 'IMAGE_ARCHS', 'RATIO_FEATURES', 'DensityRatio',
            'gaussian_oracle_ratio', 'tilting_oracle_ratio', 'cifar_oracle_ratio', 'oracle_density_ratios',
            'ratio_quality', 'ratio_settings', 'image_statistics', 'RatioFeatures', 'StandardizedFeatures',
-           'RatioCandidate', 'pairwise_ratio_functions']
+           'RatioCandidate', 'pairwise_ratio_functions', 'fold_average']
 
 # %% ../nbs/06_density_ratio.ipynb #659598dc
 RATIO_METHODS: tuple[str, ...] = ("pairwise", "one_vs_rest", "multiclass")
@@ -36,8 +36,11 @@ def _logit_bound(eps: float) -> float:
 # %% ../nbs/06_density_ratio.ipynb #766a2eb7
 class DensityRatio:
     "Weight function x -> ω̂(x) > 0, shape (m,), computed as exp(log ω̂(x)); `log(X)` returns the log-weights."
-    def __init__(self, log_fn: Callable, name: str = "density ratio", d: int | None = None):
-        self._log_fn, self.name, self.d = log_fn, name, d
+    log_bound: float | None = None   # the largest |log ω̂| its clipping allows (None: not clipped)
+    folds: tuple = ()                # a cross-fitted ratio: the fold fits whose log-ratios it averages
+
+    def __init__(self, log_fn: Callable, name: str = "density ratio", d: int | None = None, log_bound: float | None = None):
+        self._log_fn, self.name, self.d, self.log_bound = log_fn, name, d, log_bound
 
     def _check(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
@@ -51,6 +54,12 @@ class DensityRatio:
     def log(self, X, info: dict | None = None) -> np.ndarray:
         "log ω̂(x) for the rows of X, shape (m,)."
         return np.asarray(self._log_fn(self._check(X), info), dtype=np.float64).reshape(-1)
+
+    def fold_log(self, X, info: dict | None = None) -> np.ndarray:
+        "The fold fits' log-ratios at the rows of X, shape (folds, m): a cross-fitted ratio only."
+        if not self.folds:
+            raise ValueError(f"{self.name}: not cross-fitted, it has no fold fits; fit it with crossfit >= 2")
+        return np.stack([f.log(X, info) for f in self.folds])
 
     def __call__(self, X, info: dict | None = None) -> np.ndarray:
         return np.exp(self.log(X, info))
@@ -252,7 +261,8 @@ def _ratio_functions(method: str, nets: list, feat: RatioFeatures, K: int, d_raw
         fns = [partial(_ovr_log, net1=nets[0], netk=nets[k], proj=feat, L=L, T=T) for k in range(1, K)]
     else:
         fns = [partial(_multiclass_log, net=nets[0], k=k, proj=feat, eps=eps, T=T) for k in range(1, K)]
-    return [_one(d_raw)] + [DensityRatio(f, f"{method} estimate, agent {k + 1}", d_raw) for k, f in enumerate(fns, 1)]
+    bound = 2 * L if method == "one_vs_rest" else L                   # one-vs-rest: a difference of two clipped logits
+    return [_one(d_raw)] + [DensityRatio(f, f"{method} estimate, agent {k + 1}", d_raw, bound) for k, f in enumerate(fns, 1)]
 
 # %% ../nbs/06_density_ratio.ipynb #85ed4d02
 def pairwise_ratio_functions(nets: list, # K-1 pairwise classifiers (test agent vs agent k, k = 2..K); None where not needed
@@ -262,6 +272,21 @@ def pairwise_ratio_functions(nets: list, # K-1 pairwise classifiers (test agent 
                             ) -> list: # K DensityRatio: agent 1's ≡ 1, then agent k's
     "The weight functions of trained pairwise classifiers exactly as `fit_density_ratios(method='pairwise')` builds them (temperature 1)."
     return _ratio_functions("pairwise", nets, features, len(nets) + 1, d, _logit_bound(eps), eps, 1.0)
+
+# %% ../nbs/06_density_ratio.ipynb #37d10d76
+def _mean_log(X, info, *, fits): return np.mean([f.log(X, info) for f in fits], axis=0)
+
+# %% ../nbs/06_density_ratio.ipynb #3b25f967
+def fold_average(fits: Sequence[DensityRatio], # the fold fits of one ratio (the same agent, covariates and clip)
+                 name: str, # the name of the averaged weight function
+                ) -> DensityRatio: # log ω̂ = mean of the fold fits' log ω̂_f; `folds` and `fold_log` give them back
+    "The cross-fitted weight function: the mean of its fold fits' log-ratios, keeping the fold fits."
+    fits = tuple(fits)
+    if not fits or len({(f.d, f.log_bound) for f in fits}) != 1:
+        raise ValueError("fits: need at least one fold fit, all with the same number of covariates and clip bound")
+    r = DensityRatio(partial(_mean_log, fits=fits), name, fits[0].d, fits[0].log_bound)
+    r.folds = fits
+    return r
 
 # %% ../nbs/06_density_ratio.ipynb #f420c48b
 def _fwcp_log(X, info, *, clf, col, proj, eps, T=1.0, pooled=False):

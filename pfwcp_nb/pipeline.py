@@ -97,7 +97,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         secs["predictor"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         ratios = fit_density_ratios(X, method="pairwise", seed=tseed, dataset=fed.name, progress=progress,
-                                    **dev_kw, **kw.get("ratios", {}))
+                                    **dev_kw, **{"standardize": False, **kw.get("ratios", {})})   # the paper's features
         secs["ratios"] = time.perf_counter() - t0
     fwcp = base.fwcp if base is not None else None
     localizer = base.localizer if base is not None else None
@@ -105,6 +105,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         t0 = time.perf_counter()
         fkw = dict(kw.get("fwcp", {}))
         fkw.setdefault("dataset", fed.name)
+        fkw.setdefault("standardize", False)                 # the paper's features
         fwcp = fit_fwcp_ratio(X, seed=tseed, **fkw)
         secs["fwcp"] = time.perf_counter() - t0
     if localizer is None and need_localizer:

@@ -5,6 +5,9 @@
 # %% ../nbs/06b_ratio_features.ipynb #f801d0db
 from __future__ import annotations
 
+import math
+from typing import Sequence
+
 import numpy as np
 
 from .models import PCAProjection, fit_pca
@@ -12,7 +15,7 @@ from .density_ratio import RatioFeatures, StandardizedFeatures, image_statistics
 from ._validate import add_param_docs
 
 # %% auto #0
-__all__ = ['fit_ratio_features']
+__all__ = ['MAX_COUNT', 'fit_ratio_features', 'feature_moments', 'pooled_standardization', 'standardize_features']
 
 # %% ../nbs/06b_ratio_features.ipynb #55203f65
 def fit_ratio_features(
@@ -31,13 +34,65 @@ def fit_ratio_features(
     sd = np.sqrt(np.maximum(sum((s ** 2).sum(0) for s in S) / n - mu ** 2, 0.0))
     return RatioFeatures(proj, image_stats == "only", mu, np.where(sd > 0, sd, 1.0))
 
-# %% ../nbs/06b_ratio_features.ipynb #65db5520
-def _standardized(inner: RatioFeatures, Xs: list[np.ndarray]) -> StandardizedFeatures:
+# %% ../nbs/06b_ratio_features.ipynb #2793acf5
+def feature_moments(F: np.ndarray, # one agent's ratio features (n_k, d)
+                   ) -> dict: # {"n": n_k, "sum": d floats, "sum_sq_dev": d floats}: JSON-safe
+    "Agent side of the standardisation round: its count, the sums of its features and their squared deviations from its own mean."
+    F = np.asarray(F, dtype=np.float64)
+    if F.ndim != 2 or len(F) == 0: raise ValueError(f"F: need the agent's features as a non-empty (n_k, d) array, got shape {F.shape}")
+    return dict(n=int(len(F)), sum=F.sum(0).tolist(), sum_sq_dev=((F - F.mean(0)) ** 2).sum(0).tolist())
+
+# %% ../nbs/06b_ratio_features.ipynb #d0c4f0a9
+MAX_COUNT = 10 ** 9        # the most points one agent may report (a bound on an untrusted count)
+
+def _moment_record(m, d: int, who: str, count: int | None = None) -> tuple[int, np.ndarray, np.ndarray]:
+    "Check one agent's `feature_moments` record (untrusted): exactly its fields, an integer count, d finite sums, D >= 0."
+    if not isinstance(m, dict) or set(m) != {"n", "sum", "sum_sq_dev"}:
+        raise ValueError(f"{who}: a standardisation record needs exactly the fields ['n', 'sum', 'sum_sq_dev'], got {m!r:.200}")
+    n = m["n"]
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_COUNT:
+        raise ValueError(f"{who}: count n={n!r} must be an integer in [1, {MAX_COUNT}]")
+    if count is not None and n != count:
+        raise ValueError(f"{who}: count n={n} but the agent holds {count} ratio covariates")
+    out = []
+    for f in ("sum", "sum_sq_dev"):
+        v = m[f]
+        ok = isinstance(v, (list, tuple, np.ndarray)) and len(v) == d and all(
+            isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
+        if not ok: raise ValueError(f"{who}: field {f!r} must be {d} finite numbers, got {v!r:.200}")
+        out.append(np.asarray(v, dtype=np.float64))
+    if np.any(out[1] < 0): raise ValueError(f"{who}: field 'sum_sq_dev' has negative entries (a sum of squares is >= 0)")
+    return int(n), out[0], out[1]
+
+# %% ../nbs/06b_ratio_features.ipynb #f377942e
+def pooled_standardization(
+    moments: Sequence[dict],                 # one `feature_moments` record per agent (untrusted)
+    d: int,                                  # number of features every record must have
+    senders: Sequence[str] | None = None,    # who sent each record, for the errors (default "agent 1", "agent 2", ...)
+    counts: Sequence[int | None] | None = None,  # the count the server expects of each agent (None: not known)
+) -> tuple[np.ndarray, np.ndarray]:          # pooled mean (d,) and s.d. (d,), an s.d. of 0 replaced by 1
+    "Server side of the standardisation round: the pooled mean and s.d. of the features from the agents' checked records."
+    moments = list(moments)
+    senders = [f"agent {k + 1}" for k in range(len(moments))] if senders is None else list(senders)
+    counts = [None] * len(moments) if counts is None else list(counts)
+    if len(senders) != len(moments) or len(counts) != len(moments):
+        raise ValueError(f"senders/counts: need one per record ({len(moments)}), got {len(senders)} and {len(counts)}")
+    recs = [_moment_record(m, int(d), who, c) for m, who, c in zip(moments, senders, counts)]
+    n = sum(r[0] for r in recs)
+    if n < 2: raise ValueError(f"moments: {n} point(s) in total; the standardisation needs at least 2")
+    mu = sum(r[1] for r in recs) / n
+    ss = sum(D + m * (S / m - mu) ** 2 for m, S, D in recs)
+    sd = np.sqrt(ss / n)
+    return mu, np.where(sd > 1e-12 * np.maximum(1.0, np.abs(mu)), sd, 1.0)
+
+# %% ../nbs/06b_ratio_features.ipynb #84e0daed
+def standardize_features(inner: RatioFeatures | StandardizedFeatures, # the feature map to standardise
+                         Xs: list[np.ndarray], # every agent's ratio covariates
+                        ) -> StandardizedFeatures:
+    "`inner` standardised by the pooled mean and s.d. of its features: one summary round of `feature_moments` records."
     F = [inner.transform(X) for X in Xs]
-    n = sum(len(f) for f in F)
-    mu = sum(f.sum(0) for f in F) / n
-    sd = np.sqrt(np.maximum(sum((f ** 2).sum(0) for f in F) / n - mu ** 2, 0.0))
-    return StandardizedFeatures(inner, mu, np.where(sd > 0, sd, 1.0))
+    mu, sd = pooled_standardization([feature_moments(f) for f in F], F[0].shape[1])
+    return StandardizedFeatures(inner, mu, sd)
 
 # %% ../nbs/06b_ratio_features.ipynb #bb4c41fb
 add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

@@ -15,13 +15,14 @@ import torch
 from .federated import fedavg_many, make_mlp
 from .models import PCAProjection, _check_agents_X
 from .density_ratio import (IMAGE_ARCHS, RATIO_ARCHS, RATIO_METHODS, DEFAULT_EPS, DensityRatio, _logit_bound,
-                                    _ratio_arch, _ratio_functions)
-from .ratio_features import fit_ratio_features
+                                    _ratio_arch, _ratio_functions, fold_average)
+from .ratio_diagnostics import ratio_diagnostics, ratio_warnings
+from .ratio_features import fit_ratio_features, standardize_features
 from .ratio_validation import AgentHoldout, _pooled, _ratio_tasks, federated_temperature, select_by_validation
 from ._validate import add_param_docs
 
 # %% auto #0
-__all__ = ['WEIGHT_DECAY_GRID', 'HPARAMS', 'fit_density_ratios']
+__all__ = ['WEIGHT_DECAY_GRID', 'HPARAMS', 'fit_density_ratios', 'ratio_data']
 
 # %% ../nbs/06d_ratio_fit.ipynb #a1f00007
 WEIGHT_DECAY_GRID: tuple[float, ...] = (1e-4, 1e-2, 3e-2, 1e-1)   # the paper's 1e-4 and stronger L2
@@ -56,10 +57,78 @@ def _cross_fit(
     best = select_by_validation([[h.report(r["temperature"]) for h in held[c]] for c, r in enumerate(rows)])
     return float(grid[best]), rows[best]["temperature"], pd.DataFrame(rows)
 
-# %% ../nbs/06d_ratio_fit.ipynb #2fe343fa
-# long cell: the one entry point of the three estimators: checks, features, the optional federated CV, the training
+# %% ../nbs/06d_ratio_fit.ipynb #4f04f340
+def _ratio_inputs(Xs: list[np.ndarray], arch: str, hparams: str, pca, image_stats, standardize: bool) -> tuple:
+    "The feature map of the classifiers (from per-agent sums only) and every agent's features."
+    if not isinstance(standardize, (bool, np.bool_)): raise ValueError(f"standardize={standardize!r}: use True or False")
+    if pca == "auto": pca = RATIO_ARCHS[arch]["pca"]
+    if image_stats == "auto": image_stats = "only" if hparams == "calibrated" and arch in IMAGE_ARCHS else False
+    feat = fit_ratio_features(Xs, pca, image_stats)
+    if standardize: feat = standardize_features(feat, Xs)
+    return feat, [feat.transform(X) for X in Xs]
+
+# %% ../nbs/06d_ratio_fit.ipynb #bd64e8b2
+def _agent_folds(ns: Sequence[int], folds: int, seed: int) -> list[np.ndarray]:
+    "Agent-side fold labels: agent k permutes its own n_k points with its own seeded stream; fold f holds positions = f mod folds."
+    return [np.random.default_rng([int(seed), 37, k]).permutation(n) % folds for k, n in enumerate(ns)]
+
+# %% ../nbs/06d_ratio_fit.ipynb #ae6cb901
+def _check_crossfit(crossfit, ns: Sequence[int]) -> int:
+    "`crossfit` as an int: at least 1, and at most the smallest agent's number of ratio covariates (every fold non-empty)."
+    if isinstance(crossfit, bool) or not isinstance(crossfit, (int, np.integer)) or crossfit < 1:
+        raise ValueError(f"crossfit={crossfit!r}: must be an integer >= 1 (1: one fit on all points; F >= 2: F folds per agent)")
+    k = int(np.argmin(ns))
+    if crossfit > ns[k]:
+        raise ValueError(f"crossfit={crossfit}: more folds than agent {k + 1}'s {ns[k]} ratio covariates; use at most {ns[k]}")
+    return int(crossfit)
+
+# %% ../nbs/06d_ratio_fit.ipynb #ae3e7aa7
+def _fold_fits(F_: list[np.ndarray], method: str, make: Callable, folds: int, fold_of: list | None, weight_decay: float,
+               seed: int, **kw) -> tuple[list[list], pd.DataFrame]:
+    "The classifiers trained once per fold complement (folds = 1: once on all points), all federations in one `fedavg_many` call."
+    sets = [F_] if folds == 1 else [[F[fo != f] for F, fo in zip(F_, fold_of)] for f in range(folds)]
+    feds, loss = [], None
+    for S in sets:
+        tasks, _, _, loss = _ratio_tasks(S, method)
+        feds += tasks
+    nets, hist = fedavg_many(make, feds, loss=loss, weight_decay=weight_decay, seed=seed, **kw)
+    G = len(feds) // folds
+    return [nets[f * G:(f + 1) * G] for f in range(folds)], hist
+
+# %% ../nbs/06d_ratio_fit.ipynb #f8b6ef1e
+def _out_of_fold(fits: list[DensityRatio], X: np.ndarray, fold: np.ndarray) -> np.ndarray:
+    "Held-out log-ratios: point i from the fold fit that did not train on it (fit f left out fold f)."
+    out = np.empty(len(X))
+    for f, fit in enumerate(fits):
+        out[fold == f] = fit.log(X[fold == f])
+    return out
+
+# %% ../nbs/06d_ratio_fit.ipynb #6647e1ef
+def _crossfit_ratios(fold_fns: list[list[DensityRatio]], Xs: list[np.ndarray], fold_of: list[np.ndarray]) -> list[DensityRatio]:
+    "The cross-fitted weight functions, each with its out-of-fold log-ratios at its agent's and the test agent's covariates."
+    out = []
+    for k in range(len(Xs)):
+        fits = [fns[k] for fns in fold_fns]
+        r = fold_average(fits, f"{fits[0].name}, cross-fitted ({len(fits)} folds)")
+        r.oof_own, r.oof_test = _out_of_fold(fits, Xs[k], fold_of[k]), _out_of_fold(fits, Xs[0], fold_of[0])
+        out.append(r)
+    return out
+
+# %% ../nbs/06d_ratio_fit.ipynb #2c02f17e
 HPARAMS: tuple[str, ...] = ("calibrated", "paper")
 
+def _choose_hparams(hparams: str, F_: list[np.ndarray], method: str, make: Callable, weight_decay: float | None,
+                    grid: Sequence[float], folds: int, seed: int, **kw) -> tuple[float, float, pd.DataFrame | None]:
+    "(weight decay, temperature, CV table): the paper's fixed 1e-4 (or the given one) at T = 1, or the calibrated choice."
+    if hparams == "paper": return (1e-4 if weight_decay is None else weight_decay), 1.0, None
+    cand = tuple(grid) if weight_decay is None else (float(weight_decay),)
+    if len(cand) == 0 or any(not w >= 0 for w in cand): raise ValueError(f"grid={grid!r}: need weight decays >= 0")
+    if not 2 <= int(folds) <= min(len(F) for F in F_):
+        raise ValueError(f"folds={folds}: must be an integer between 2 and the smallest agent's training size")
+    return _cross_fit(F_, method, make, cand, int(folds), seed, **kw)
+
+# %% ../nbs/06d_ratio_fit.ipynb #2fe343fa
+# long cell: the one entry point of the three estimators: checks, features, the hyperparameters, the training, diagnostics
 def fit_density_ratios(
     train_X: list[np.ndarray],    # K covariate arrays (n_k, d), agent 1 (the test agent) first
     method: str = "pairwise",     # "pairwise" | "one_vs_rest" | "multiclass"
@@ -70,6 +139,8 @@ def fit_density_ratios(
     hidden: int | None = None,    # hidden units (default 10, or the dataset's)
     pca: float | PCAProjection | None | str = "auto",  # PCA variance ratio, a fitted projection, or None ("auto": the dataset's)
     image_stats: bool | str = "auto",  # append `image_statistics` to the features; "only": use them alone ("auto": "only" for images when calibrated)
+    standardize: bool = True,     # standardise the features by their pooled mean and s.d. (one round of per-agent sums); False: the paper's features as they are
+    crossfit: int = 1,            # F >= 2: each agent splits its covariates into F folds, one fit per fold complement, log-ratios averaged; out-of-fold log-ratios kept
     epochs: int = 600,
     local_epochs: int = 1,
     batch_size: int = 200,
@@ -90,32 +161,47 @@ def fit_density_ratios(
     Xs = _check_agents_X(train_X)
     K = len(Xs)
     if K < 2: raise ValueError(f"train_X: need at least 2 agents (the test agent and one other), got {K}")
+    crossfit = _check_crossfit(crossfit, [len(X) for X in Xs])
     arch = _ratio_arch(dataset)
     hidden = RATIO_ARCHS[arch]["hidden"] if hidden is None else int(hidden)
-    if pca == "auto": pca = RATIO_ARCHS[arch]["pca"]
-    if image_stats == "auto": image_stats = "only" if hparams == "calibrated" and arch in IMAGE_ARCHS else False
-    feat = fit_ratio_features(Xs, pca, image_stats)
-    F_ = [feat.transform(X) for X in Xs]
+    feat, F_ = _ratio_inputs(Xs, arch, hparams, pca, image_stats, standardize)
     d_raw, d = Xs[0].shape[1], F_[0].shape[1]
     make = lambda: make_mlp(d, (hidden,), 1 if method != "multiclass" else K, "relu")
     kw = dict(epochs=epochs, local_epochs=local_epochs, batch_size=batch_size, lr=lr, server_optimizer=server_optimizer,
               progress=progress, device=device, desc=f"federated density ratios ({method})", **fed_kw)
-    t0, T, table = time.perf_counter(), 1.0, None
-    if hparams == "paper":
-        weight_decay = 1e-4 if weight_decay is None else weight_decay
-    else:
-        cand = tuple(grid) if weight_decay is None else (float(weight_decay),)
-        if len(cand) == 0 or any(not w >= 0 for w in cand): raise ValueError(f"grid={grid!r}: need weight decays >= 0")
-        if not 2 <= int(folds) <= min(len(F) for F in F_):
-            raise ValueError(f"folds={folds}: must be an integer between 2 and the smallest agent's training size")
-        weight_decay, T, table = _cross_fit(F_, method, make, cand, int(folds), seed, **kw)
-    feds, _, _, loss = _ratio_tasks(F_, method)
-    nets, hist = fedavg_many(make, feds, loss=loss, weight_decay=weight_decay, seed=seed, **kw)
-    secs = time.perf_counter() - t0
-    out = _ratio_functions(method, nets, feat, K, d_raw, L, eps, T)
+    t0 = time.perf_counter()
+    weight_decay, T, table = _choose_hparams(hparams, F_, method, make, weight_decay, grid, folds, seed, **kw)
+    fold_of = _agent_folds([len(F) for F in F_], crossfit, seed) if crossfit > 1 else None
+    fits, hist = _fold_fits(F_, method, make, crossfit, fold_of, weight_decay, seed, **kw)
+    fold_fns = [_ratio_functions(method, nets, feat, K, d_raw, L, eps, T) for nets in fits]
+    out = fold_fns[0] if crossfit == 1 else _crossfit_ratios(fold_fns, Xs, fold_of)
+    secs, diag = time.perf_counter() - t0, ratio_diagnostics(out, Xs)
     for r in out:
-        r.history, r.seconds, r.nets, r.features = hist, secs, nets, feat
-        r.hparams = dict(hparams=hparams, weight_decay=float(weight_decay), temperature=T, cv=table)
+        r.history, r.seconds, r.nets, r.features, r.diagnostics = hist, secs, fits[0] if crossfit == 1 else fits, feat, diag
+        r.hparams = dict(hparams=hparams, weight_decay=float(weight_decay), temperature=T, cv=table,
+                         standardize=bool(standardize), crossfit=crossfit)
+    ratio_warnings(diag, standardized=bool(standardize), stacklevel=2)
+    return out
+
+# %% ../nbs/06d_ratio_fit.ipynb #57c2fb90
+def ratio_data(
+    train_X: Sequence[np.ndarray],            # every agent's training covariates (n_k, d), agent 1 (the test agent) first
+    pool_X: Sequence[np.ndarray | None] | None = None,  # every agent's unlabelled covariates (None for an agent without one)
+    test_cal_X: np.ndarray | None = None,     # the test agent's calibration covariates ...
+    test_X: np.ndarray | None = None,         # ... and its test covariates: added together as one bag (both or neither)
+) -> list[np.ndarray]:                        # every agent's ratio covariates for `fit_density_ratios`
+    "Each agent's ratio covariates: training points and unlabelled pool; the test agent's also the bag of its calibration and test covariates (rows sorted: a symmetric fit)."
+    Xs = _check_agents_X(list(train_X))
+    pool = [None] * len(Xs) if pool_X is None else list(pool_X)
+    if len(pool) != len(Xs): raise ValueError(f"pool_X: {len(pool)} entries for {len(Xs)} agents; give one per agent (None: no pool)")
+    if (test_cal_X is None) != (test_X is None):
+        raise ValueError("test_cal_X, test_X: give both or neither: the fit must be a symmetric function of the test agent's "
+                         "calibration and test covariates, so the calibration covariates alone would break exchangeability")
+    out = [X if P is None else np.concatenate([X] + _check_agents_X([X, P], f"pool_X[{k}]")[1:]) for k, (X, P) in enumerate(zip(Xs, pool))]
+    if test_X is not None:
+        bag = _check_agents_X([out[0], test_cal_X, test_X], "[test agent's ratio covariates, test_cal_X, test_X]")
+        A = np.concatenate(bag)
+        out[0] = A[np.lexsort(A.T[::-1])]              # sorted rows: the fit depends on the bag, not on which row is a test point
     return out
 
 # %% ../nbs/06d_ratio_fit.ipynb #bb4c41fb

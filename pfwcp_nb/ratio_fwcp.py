@@ -16,7 +16,8 @@ from sklearn.neural_network import MLPClassifier
 from threadpoolctl import threadpool_limits
 
 from .models import PCAProjection, _check_agents_X, fit_pca
-from .density_ratio import DEFAULT_EPS, RATIO_ARCHS, DensityRatio, _fwcp_log, _logit_bound, ratio_settings
+from .density_ratio import DEFAULT_EPS, RATIO_ARCHS, DensityRatio, RatioFeatures, _fwcp_log, _logit_bound, ratio_settings
+from .ratio_features import standardize_features
 from .ratio_validation import AgentHoldout, federated_temperature, select_by_validation
 from .ratio_fit import HPARAMS
 from ._validate import add_param_docs
@@ -66,6 +67,7 @@ def fit_fwcp_ratio(
     dataset: str | None = None,   # sets `hidden` / `pca` as for `fit_density_ratios`
     hidden: int | None = None,
     pca: float | PCAProjection | None | str = "auto",
+    standardize: bool = True,     # standardise the features by their pooled mean and s.d. (per-agent sums); False: the paper's
     epochs: int = 600,            # MLPClassifier max_iter
     batch_size: int = 200,
     lr: float = 1e-3,
@@ -84,7 +86,9 @@ def fit_fwcp_ratio(
     preset = ratio_settings(dataset) if dataset is not None else dict(RATIO_ARCHS["synthetic"])
     hidden = preset["hidden"] if hidden is None else int(hidden)
     if pca == "auto": pca = preset["pca"]
+    if not isinstance(standardize, (bool, np.bool_)): raise ValueError(f"standardize={standardize!r}: use True or False")
     proj = pca if isinstance(pca, PCAProjection) else (fit_pca(Xs, float(pca)) if pca is not None else None)
+    if standardize: proj = standardize_features(RatioFeatures(proj), Xs)
     F_ = [proj.transform(X) if proj is not None else X for X in Xs]
     mlp_kw = dict(hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr)
     T, table = 1.0, None
@@ -97,8 +101,9 @@ def fit_fwcp_ratio(
     clf, col = _fit_mlp(np.concatenate(F_), np.concatenate([np.ones(len(F_[0]))] + [np.zeros(len(F)) for F in F_[1:]]),
                         alpha=alpha, seed=seed, **mlp_kw)
     r = DensityRatio(partial(_fwcp_log, clf=clf, col=col, proj=proj, eps=eps, T=T, pooled=target == "all"), "FWCP single-classifier estimate",
-                     Xs[0].shape[1])
-    r.classifier, r.hparams = clf, dict(hparams=hparams, alpha=float(alpha), temperature=T, cv=table, target=target)
+                     Xs[0].shape[1], -np.log(eps) if target == "all" else _logit_bound(eps))
+    r.classifier, r.hparams = clf, dict(hparams=hparams, alpha=float(alpha), temperature=T, cv=table, target=target,
+                                        standardize=bool(standardize))
     return r
 
 # %% ../nbs/06e_ratio_fwcp.ipynb #bb4c41fb

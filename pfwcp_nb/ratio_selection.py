@@ -18,7 +18,7 @@ from .models import _check_agents_X
 from .density_ratio import (DEFAULT_EPS, IMAGE_ARCHS, RATIO_ARCHS, DensityRatio, RATIO_FEATURES, RatioCandidate,
                                     RatioFeatures,
                                     _logit_bound, _ratio_arch, _ratio_functions)
-from .ratio_features import _standardized, fit_ratio_features
+from .ratio_features import fit_ratio_features, standardize_features
 from .ratio_validation import AgentHoldout, _pooled, _ratio_tasks, select_by_validation
 from ._validate import add_param_docs
 
@@ -43,7 +43,7 @@ def ratio_candidates(dataset: str | None = None) -> list[RatioCandidate]:
 def _candidate_features(Xs: list[np.ndarray], arch: str) -> dict:
     "The feature maps the candidates use, fitted once from the agents' training covariates (label-free sums only)."
     paper = fit_ratio_features(Xs, RATIO_ARCHS[arch]["pca"], False)
-    out = dict(paper=paper, std=_standardized(paper, Xs))
+    out = dict(paper=paper, std=standardize_features(paper, Xs))
     if arch in IMAGE_ARCHS: out["stats"] = fit_ratio_features(Xs, None, "only")
     return out
 

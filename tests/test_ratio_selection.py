@@ -59,7 +59,7 @@ def test_selection_sees_only_loss_sum_and_count(monkeypatch):
 def test_selected_paper_candidate_equals_paper_fit():
     X = _agents(2)
     w = fit_selected_ratios(X, seed=2, candidates=[RatioCandidate("paper", 10, "paper", epochs=30)])
-    p = fit_density_ratios(X, seed=2, epochs=30, progress=False)
+    p = fit_density_ratios(X, seed=2, epochs=30, standardize=False, progress=False)   # the "paper" candidate: raw features
     for k in range(1, len(X)):
         np.testing.assert_allclose(w[k].log(X[k]), p[k].log(X[k]), rtol=1e-6, atol=1e-6)
 

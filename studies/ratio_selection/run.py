@@ -33,7 +33,7 @@ def _ratios(ds, het, cache: ResultCache, data_dir, fed):
         s = ensure_setup(sel_cfg, cache, data_dir=data_dir, need_localizer=False, progress=False).ratios
         return p, s, "cache"
     X = training_split(fed, paper_cfg.n_train, paper_cfg.seed)[0]
-    return (fit_density_ratios(X, "pairwise", seed=paper_cfg.seed, dataset=ds, progress=False),
+    return (fit_density_ratios(X, "pairwise", seed=paper_cfg.seed, dataset=ds, standardize=False, progress=False),
             fit_selected_ratios(X, seed=paper_cfg.seed, dataset=ds), "fitted")
 
 

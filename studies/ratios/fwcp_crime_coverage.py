@@ -40,8 +40,8 @@ def main(argv):
     print(f"setup ready in {time.perf_counter() - t0:.0f} s", flush=True)
     fed = make_federation("crime", "severe", seed=0)
     X, _, _ = training_split(fed, 50, 0)
-    setups = {"paper": setup, "calibrated": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime")),
-              "calibrated_all": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime", target="all"))}
+    setups = {"paper": setup, "calibrated": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime", standardize=False)),
+              "calibrated_all": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime", target="all", standardize=False))}
     rows = []
     for sim in range(n_sims):
         draws = {hp: sample_draw(st, fed, sim, weights=("estimated",), localize=False)["estimated"] for hp, st in setups.items()}

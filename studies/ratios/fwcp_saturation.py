@@ -30,7 +30,7 @@ def main(argv):
         Xc = np.concatenate(cal)
         lo = np.log(oracle_fwcp_weights(fed, Xc))       # log omega' = log p^1 - log mean_{k>=2} p^k
         for hp in ("paper", "calibrated"):
-            r = fit_fwcp_ratio(train, seed=seed, hparams=hp, dataset=name)
+            r = fit_fwcp_ratio(train, seed=seed, hparams=hp, dataset=name, standardize=False)
             lw = r.log(Xc)
             w = np.exp(lw - lw.max())
             row = dict(dataset=name, seed=seed, hparams=hp, alpha=r.hparams["alpha"], temperature=r.hparams["temperature"],

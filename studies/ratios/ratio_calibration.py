@@ -36,7 +36,8 @@ def main(argv):
             for method in methods:
                 for hp in ("paper", "calibrated"):
                     t0 = time.perf_counter()
-                    est = fit_density_ratios(train, method, seed=seed, hparams=hp, dataset=name, progress=False)
+                    est = fit_density_ratios(train, method, seed=seed, hparams=hp, dataset=name, standardize=False,
+                                             progress=False)
                     q = ratio_quality(est, oracle, cal, info)
                     q = q.assign(dataset=name, seed=seed, method=method, hparams=hp,
                                  weight_decay=est[1].hparams["weight_decay"], temperature=est[1].hparams["temperature"],

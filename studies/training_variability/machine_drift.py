@@ -40,7 +40,8 @@ def child(dataset: str, epochs: int, dtype: str, model_seed: int, threads: int, 
     res = dict(pred=pred.predict(Xe) if pred.task == "regression" else pred.predict_proba(Xe), y=ye,
                cpu_seconds=time.process_time() - t0, capability=torch.backends.cpu.get_cpu_capability())
     if dtype == "float32":
-        r = fit_density_ratios(X, "pairwise", seed=training_seed(0, model_seed), dataset=dataset, progress=False)
+        r = fit_density_ratios(X, "pairwise", seed=training_seed(0, model_seed), dataset=dataset, standardize=False,
+                               progress=False)
         res["log_ratio"] = np.stack([r[k].log(Xe) for k in range(1, fed.K)])
     np.savez(out, **res)
 
