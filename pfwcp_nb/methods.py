@@ -14,6 +14,7 @@ from .procedure import select_quantiles, QuantileChoice, ccc_alpha
 from ._validate import check_unit_open, check_engine_name, add_param_docs
 from .pfwcp import AgentCalibration, PFWCP, InfiniteThresholdWarning
 from .value import calibrate_recommended
+from .evidence import RatioEvidence
 from .trust import choose_gamma, trust_check, with_gamma
 from .oneshot import OneShotPFWCP
 
@@ -97,6 +98,7 @@ class CalibrationDraw:
     loc_test_weights: np.ndarray | None = None   # (m, K)
     loc_inverse: Callable | None = None          # q (m,) -> thresholds (m,) on the original score scale
     own_test_weights: np.ndarray | None = None   # (n_1, K) omega^k at agent 0's calibration covariates (the trust check)
+    evidence: RatioEvidence | None = None        # the ratios' label-free evidence (held-out ratio covariates; the preset)
 
     def __post_init__(self):
         if self.task not in TASK_KINDS:
@@ -122,6 +124,8 @@ class CalibrationDraw:
             self.test_labels = np.asarray(self.test_labels, dtype=int)
         _check_fwcp_fields(self, m)
         _check_loc_fields(self, K, m)
+        if self.evidence is not None and (not isinstance(self.evidence, RatioEvidence) or self.evidence.K != K):
+            raise ValueError(f"`evidence` must be the RatioEvidence of the draw's K={K} agents (`evidence.ratio_evidence`).")
         if self.own_test_weights is not None:
             self.own_test_weights = np.asarray(self.own_test_weights, dtype=float)
             if self.own_test_weights.shape != (self.cal_scores[0].size, K):
@@ -293,10 +297,10 @@ def _agents(scores, weights) -> list:
     return [AgentCalibration(s, w) for s, w in zip(scores, weights)]
 
 # %% ../nbs/03d_methods.ipynb #ffaff5b6
-def _fitted(estimator, draw: CalibrationDraw, alpha, delta, engine, seed):
-    "`PFWCP` or `OneShotPFWCP` calibrated on the draw's (unlocalized) scores and weights."
+def _fitted(estimator, draw: CalibrationDraw, alpha, delta, engine, seed, **kw):
+    "`PFWCP` or `OneShotPFWCP` calibrated on the draw's (unlocalized) scores and weights (`kw`: more estimator options)."
     alpha, delta = _check_call(alpha, delta, engine)
-    return estimator(alpha, delta, engine=engine, seed=seed).calibrate(_agents(draw.cal_scores, draw.cal_weights))
+    return estimator(alpha, delta, engine=engine, seed=seed, **kw).calibrate(_agents(draw.cal_scores, draw.cal_weights))
 
 PFWCP_GAMMA_RULES = ("auto",)   # `gamma` of `pfwcp`: a number >= 1, or "auto" (`trust.choose_gamma`)
 
@@ -326,8 +330,8 @@ def pfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, en
 # %% ../nbs/03d_methods.ipynb #7c2c9821
 def ospfwcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
             seed=0) -> np.ndarray:
-    "osPFWCP (one quantile per agent at the default `oneshot_level`, per-test tau), via `pfwcp_nb.oneshot.OneShotPFWCP`."
-    return _fitted(OneShotPFWCP, draw, alpha, delta, engine, seed).threshold(draw.test_weights)
+    "osPFWCP as in the paper's tables (one quantile per agent at the default `oneshot_level`, per-test tau, `on_infeasible='max'`), via `pfwcp_nb.oneshot.OneShotPFWCP`."
+    return _fitted(OneShotPFWCP, draw, alpha, delta, engine, seed, on_infeasible="max").threshold(draw.test_weights)
 
 # %% ../nbs/03d_methods.ipynb #ee1cd364
 def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
@@ -335,7 +339,7 @@ def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *
     "osPFWGLCP: osPFWCP on the localized scores, thresholds mapped back with `draw.loc_inverse`."
     alpha, delta = _check_call(alpha, delta, engine)
     _need_loc(draw, "osPFWGLCP")
-    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed).calibrate(    # n_1: the localized test agent's size
+    est = OneShotPFWCP(alpha, delta, engine=engine, seed=seed, on_infeasible="max").calibrate(   # the paper's; n_1: the localized test agent's
         _agents(draw.loc_cal_scores, draw.loc_cal_weights))
     q = est.threshold(draw.loc_test_weights)
     return _from_localized(draw, q, np.isfinite(q) & (q < 1.0))
@@ -343,7 +347,7 @@ def ospfwglcp(draw: CalibrationDraw, alpha: float, delta: float | None = None, *
 # %% ../nbs/03d_methods.ipynb #a23781d5
 def recommended(draw: CalibrationDraw, alpha: float, delta: float | None = None, *, engine: str = "exact",
                 seed=0) -> np.ndarray:
-    "The preset: the method `trust.recommend` names for the draw's federation (`value.calibrate_recommended`), not in the paper's tables."
+    "The preset: the method `trust.recommend` names for the draw's federation and the ratios' evidence (`value.calibrate_recommended`), not in the paper's tables."
     alpha, delta = _check_call(alpha, delta, engine)
     if draw.own_test_weights is None:
         raise ValueError("Recommended needs `draw.own_test_weights` (omega^k at agent 0's calibration covariates; "
@@ -351,7 +355,8 @@ def recommended(draw: CalibrationDraw, alpha: float, delta: float | None = None,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")           # infinite sets and a band at its largest factor are in the output
         model, _ = calibrate_recommended(_agents(draw.cal_scores, draw.cal_weights), alpha, delta,
-                                         own_scores=draw.cal_scores[0], own_weights=draw.own_test_weights)
+                                         own_scores=draw.cal_scores[0], own_weights=draw.own_test_weights,
+                                         evidence=draw.evidence)
         return model.threshold(draw.test_weights)
 
 # %% ../nbs/03d_methods.ipynb #485ba688

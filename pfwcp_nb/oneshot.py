@@ -143,7 +143,7 @@ class _OneShotPlanner(_ThresholdPredictor):
                  grid: tuple | None = None, # (betas, taus) of Procedure 1 (rule "procedure1" only); default the paper's grid
                  agg_weights=None, # aggregation weights (K,); default n_eff / sum n_eff
                  n_steps: int = 50, # steps of the tau grid
-                 on_infeasible: str = "max", # "max": most conservative tau of the grid; "inf": threshold +inf
+                 on_infeasible: str = "inf", # "inf": threshold +inf (the guarantee kept); "max": the grid's most conservative tau (the paper's runs; no guarantee)
                  seed=None, # for engine "monte-carlo"
                 ):
         self.alpha = check_unit_open(alpha, "alpha")
@@ -162,6 +162,7 @@ class _OneShotPlanner(_ThresholdPredictor):
         self.grid, self.agg_weights, self.n_steps, self.on_infeasible = grid, agg_weights, n_steps, on_infeasible
         self.rng = np.random.default_rng(seed)
         self._plan_n_eff = None                              # n_eff of the last `plan` (server side)
+        self.n_infeasible_: int | None = None                # test points of the last `threshold` with no feasible tau
 
 # %% ../nbs/03_oneshot.ipynb #38f4ef8a
 @patch
@@ -235,11 +236,11 @@ def select(self: OneShotPFWCP, test_weights) -> OneShotSelection:
 def threshold(self: OneShotPFWCP,
               test_weights, # (m, K): column k = agent k's density ratio omega^k(X_j) at the m test points; column 0 all ones
              ) -> np.ndarray: # thresholds (m,), +inf where the set is everything
-    "Q-breve_{beta_breve, tau(X)}: the weighted quantile of the agents' one-shot quantiles at 1 - tau(X)."
+    "Q-breve_{beta_breve, tau(X)}: the weighted quantile of the agents' one-shot quantiles at 1 - tau(X); +inf where no tau is feasible (counted in `n_infeasible_`) unless on_infeasible='max'."
     sel = self.select(test_weights)
     q = self.tau_thresholds_[sel.index]
-    if not sel.feasible.all():
-        bad = int((~sel.feasible).sum())
+    self.n_infeasible_ = bad = int((~sel.feasible).sum())
+    if bad:
         what = "the most conservative tau of the grid" if self.on_infeasible == "max" else "+inf"
         warnings.warn(f"OneShotPFWCP: {bad} of {sel.feasible.size} test points reach no feasible tau; "
                       f"used {what} for them.", stacklevel=2)

@@ -12,6 +12,7 @@ from scipy import stats
 from .quantiles import WQ_TOL, quantile_of_quantiles
 from .procedure import ccc_alpha
 from .pfwcp import PFWCP, AgentCalibration, AgentSummary, _as_test_weights
+from .evidence import RatioEvidence
 from ._validate import check_unit_open, add_param_docs
 
 # %% auto #0
@@ -98,6 +99,7 @@ class TrustReport:
     n_eff: np.ndarray      # the agents' n_eff (K,), agent 0 = test agent
     test_agent_weight: float  # aggregation weight w_1 of the test agent
     gamma: float           # band factor used
+    evidence: RatioEvidence | None = None  # the ratios' label-free evidence, when the test agent has it
 
     def __str__(self):
         verdict = "passed" if self.passed else "FAILED"
@@ -105,7 +107,7 @@ class TrustReport:
                 f"{100 * self.confidence:g}% CI [{self.ci[0]:.3f}, {self.ci[1]:.3f}] vs target {self.target:g}; "
                 f"infinite {100 * self.inf_share:.1f}%; n_eff of the other agents "
                 f"{np.min(self.n_eff[1:]):.1f}-{np.max(self.n_eff[1:]):.1f}, test agent's weight {self.test_agent_weight:.2f}; "
-                f"gamma {self.gamma:g}")
+                f"gamma {self.gamma:g}" + ("" if self.evidence is None else "\n" + str(self.evidence)))
 
 # %% ../nbs/02c_trust.ipynb #412c12ba
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -120,9 +122,12 @@ def trust_check(model: PFWCP, # calibrated in process; agent 0 = the test agent 
                 *,
                 confidence: float = 0.95, # two-sided confidence of the Clopper-Pearson interval
                 warn: bool = True, # warn (TrustWarning) when the check fails
+                evidence: RatioEvidence | None = None, # the ratios' label-free evidence (`evidence.ratio_evidence`), reported beside
                ) -> TrustReport:
     "Leave-one-out coverage of the federated threshold on the test agent's own points, with its exact interval and verdict."
     confidence = check_unit_open(confidence, "confidence")
+    if evidence is not None and not isinstance(evidence, RatioEvidence):
+        raise ValueError(f"`evidence` must be a RatioEvidence (`evidence.ratio_evidence`), got {type(evidence).__name__}.")
     thr = loo_thresholds(model, own_scores, own_weights)
     s0 = np.asarray(own_scores, dtype=float)
     k = int(np.sum(s0 <= thr))
@@ -130,7 +135,7 @@ def trust_check(model: PFWCP, # calibrated in process; agent 0 = the test agent 
     rep = TrustReport(coverage=k / s0.size, n=s0.size, ci=(lo, hi), confidence=confidence, target=1.0 - model.alpha,
                       passed=bool(hi >= 1.0 - model.alpha), inf_share=float(np.isinf(thr).mean()),
                       n_eff=np.array([s.n_eff for s in model.summaries_]),
-                      test_agent_weight=float(model.agg_weights_[0]), gamma=model.gamma)
+                      test_agent_weight=float(model.agg_weights_[0]), gamma=model.gamma, evidence=evidence)
     if warn and not rep.passed:
         warnings.warn(str(rep), TrustWarning, stacklevel=2)
     return rep
@@ -190,34 +195,51 @@ class Regime:
     test_agent_weight: float  # w_1 = n_eff^1 / sum_k n_eff^k
     cp_finite: bool        # local CP gives a finite threshold for this guarantee at n_1
     reason: str            # why
+    agents: tuple = ()     # the agents the method is calibrated on (0 first): those whose ratios the evidence keeps; () all
 
 # %% ../nbs/02c_trust.ipynb #c41b0102
 def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), as the server holds them
               alpha: float = 0.1, # miscoverage level
               delta: float | None = None, # None: MC; else the CCC level
+              evidence: RatioEvidence | None = None, # the ratios' label-free evidence: which agents enter (`evidence.ratio_evidence`)
              ) -> Regime:
-    "The regime of this federation (n_1, K, n_eff, the guarantee) and the method the benchmark shows best there, with its reason."
+    "The regime of this federation (n_1, K, n_eff, the guarantee, the ratios' evidence) and the method the benchmark shows best there, with its reason."
     summaries = list(summaries)
     if len(summaries) < 2 or not all(isinstance(s, AgentSummary) for s in summaries):
         raise ValueError("`summaries` must be the AgentSummary of every agent (test agent first), at least two.")
     alpha = check_unit_open(alpha, "alpha")
     delta = None if delta is None else check_unit_open(delta, "delta")
+    if evidence is not None and (not isinstance(evidence, RatioEvidence) or evidence.K != len(summaries)):
+        raise ValueError(f"`evidence` must be the RatioEvidence of these K={len(summaries)} agents (`evidence.ratio_evidence`).")
+    keep = tuple(range(len(summaries))) if evidence is None else tuple(int(k) for k in evidence.keep) if evidence.federate else (0,)
     n_eff = np.array([s.n_eff for s in summaries], dtype=float)
     n1, others = int(summaries[0].n), n_eff[1:]
     common = dict(guarantee="mc" if delta is None else "ccc", n1=n1, K=len(summaries),
                   n_eff_others=(float(others.min()), float(np.median(others)), float(others.max())),
-                  test_agent_weight=float(n_eff[0] / n_eff.sum()), cp_finite=cp_is_finite(n1, alpha, delta))
-    if not common["cp_finite"]:
+                  test_agent_weight=float(n_eff[0] / n_eff.sum()), cp_finite=cp_is_finite(n1, alpha, delta),
+                  agents=() if evidence is None else keep)
+    said = ("" if evidence is None else f"; the ratios' evidence keeps agents {list(keep)}" if len(keep) > 1
+            else "; the ratios' evidence keeps no other agent")
+    if not common["cp_finite"] and len(keep) > 1:
         return Regime(method="PFWCP", options=dict(select="finite-first", gamma="auto"), **common,
                       reason=f"local CP returns the whole line at n_1={n1} for this guarantee; PFWCP with finite-first "
                              "cells and the band (gamma from `choose_gamma`) was the one federated method valid there on "
                              "every dataset with estimated ratios (osPFWCP, FCP-QQ, FWCP and PFWCP without the band "
-                             "under-covered on some), at the price of some infinite sets")
-    if delta is not None:
+                             "under-covered on some), at the price of some infinite sets" + said)
+    if delta is not None and len(keep) > 1:
         return Regime(method="CP-or-pooled", options={}, **common,
                       reason="local CP at delta, or osPFWCP at the pooled level with the delta local CP leaves unused if "
-                             "it is narrower at the test agent's own covariates and covers as many of its own points: "
-                             "valid by the union bound, never wider than local CP")
+                             "it is narrower at the test agent's own covariates and " + (
+                                 "covers as many of its own points" if evidence is None else "the ratios' evidence passes")
+                             + ": valid by the union bound, never wider than local CP" + said)
+    if not common["cp_finite"]:
+        return Regime(method="CP", options={}, **common,
+                      reason=f"no other agent's density ratio passes the evidence: nothing certifies a federated set, and "
+                             f"local CP is the whole line at n_1={n1}" + said)
+    if delta is not None:
+        return Regime(method="CP", options={}, **common,
+                      reason="calibration-conditional coverage with a finite local CP, and no other agent's density ratio "
+                             "passes the evidence: local CP" + said)
     return Regime(method="CP", options={}, **common,
                   reason="marginal coverage with a finite local CP: split CP is exact, within 1/(n_1+1) of the target "
                          "level, and no federated method was narrower beyond noise with estimated ratios")

@@ -14,11 +14,12 @@ from .procedure import ccc_alpha
 from .pfwcp import PFWCP, AgentCalibration, _ThresholdPredictor, _as_test_weights, _check_agents
 from .trust import GAMMA_GRID, choose_gamma, loo_target, recommend, with_gamma
 from .oneshot import OneShotPFWCP, OneShotMessage, local_levels
+from .evidence import RatioEvidence
 from ._validate import check_unit_open, add_param_docs
 
 # %% auto #0
-__all__ = ['MIN_CHECK_N1', 'pooled_beta_breve', 'calibrate_pooled', 'band_oneshot', 'oneshot_loo_thresholds',
-           'choose_gamma_oneshot', 'LocalCP', 'cp_failure', 'CPOrPooled', 'calibrate_recommended']
+__all__ = ['MIN_CHECK_N1', 'CHECKS', 'pooled_beta_breve', 'calibrate_pooled', 'band_oneshot', 'oneshot_loo_thresholds',
+           'choose_gamma_oneshot', 'LocalCP', 'cp_failure', 'OnAgents', 'CPOrPooled', 'calibrate_recommended']
 
 # %% ../nbs/03c_value.ipynb #db11791e
 def pooled_beta_breve(n_eff, # the agents' effective sample sizes n_eff^k (K,), agent 0 = the test agent
@@ -149,19 +150,52 @@ def cp_failure(n1: int, # the test agent's calibration points
     r = int(np.ceil((1.0 - a) * (n1 + 1) * (1.0 - WQ_TOL))) if a > 0 else n1 + 1
     return 0.0 if r > n1 else float(stats.beta.cdf(1.0 - alpha, r, n1 + 1 - r))
 
+# %% ../nbs/03c_value.ipynb #a7933b16
+class OnAgents(_ThresholdPredictor):
+    "An estimator calibrated on some of the agents (agent 0 and `keep`): it reads only their columns of the test weights."
+    def __init__(self, model, # calibrated on `[agents[k] for k in keep]`
+                 keep, # the kept agents' indices, increasing, starting with 0 (the test agent)
+                 K: int, # the number of agents in the federation (columns of the test weights)
+                ):
+        keep = np.asarray(keep, dtype=int)
+        if keep.ndim != 1 or keep.size == 0 or keep[0] != 0 or np.any(np.diff(keep) <= 0) or keep[-1] >= K:
+            raise ValueError(f"`keep` must be increasing agent indices starting with the test agent 0, below K={K}; got {keep}.")
+        self.model, self.keep, self.K = model, keep, int(K)
+
+    def threshold(self, test_weights) -> np.ndarray:
+        "The model's thresholds from the kept agents' columns of the (m, K) test weights."
+        return self.model.threshold(_as_test_weights(test_weights, self.K, own_column=True)[:, self.keep])
+
+    def __repr__(self): return f"OnAgents({self.model!r}, agents {self.keep.tolist()} of {self.K})"
+
+def _evidence_agents(evidence, K: int, required: bool) -> np.ndarray:
+    "The agents the evidence keeps (all K without evidence); only agent 0 when the federation does not pass."
+    if evidence is None:
+        if required:
+            raise ValueError("check='evidence' needs `evidence` (`evidence.ratio_evidence` of the agents' held-out ratio covariates).")
+        return np.arange(K)
+    if not isinstance(evidence, RatioEvidence) or evidence.K != K:
+        raise ValueError(f"`evidence` must be the RatioEvidence of these K={K} agents, got {type(evidence).__name__}"
+                         + (f" of K={evidence.K}" if isinstance(evidence, RatioEvidence) else "") + ".")
+    return evidence.keep if evidence.federate else np.array([0])
+
 # %% ../nbs/03c_value.ipynb #9dcc2576
+CHECKS: tuple = ("loo", "evidence", "none")   # "loo": its leave-one-out count reaches `loo_target`; "evidence": the ratios' label-free evidence (`evidence.ratio_evidence`) passes, over its usable agents; "none"
+
 class CPOrPooled(_ThresholdPredictor):
     "CCC: local CP at delta, or osPFWCP-pool at delta - cp_failure; keeps the narrower at the test agent's own covariates."
     def __init__(self,
                  alpha: float = 0.1, # miscoverage level
                  delta: float = 0.1, # CCC level
                  *,
-                 check: bool = True, # keep the federated half only if its leave-one-out count reaches `loo_target`
+                 check: str = "loo", # how the federated half earns its place: "loo", "evidence" or "none" (`CHECKS`)
                  **kw, # more `OneShotPFWCP` options of the federated half
                 ):
         self.alpha, self.delta = check_unit_open(alpha, "alpha"), check_unit_open(delta, "delta")
-        self.check = bool(check)
-        self.kw, self.chosen_, self.model_, self.delta_fed_ = kw, None, None, None
+        if check not in CHECKS:
+            raise ValueError(f"`check` must be one of {CHECKS}, got {check!r}.")
+        self.check = check
+        self.kw, self.chosen_, self.model_, self.delta_fed_, self.agents_ = kw, None, None, None, None
 
     def threshold(self, test_weights) -> np.ndarray:
         "The kept half's thresholds (m,)."
@@ -177,29 +211,31 @@ def calibrate(self: CPOrPooled,
               agents, # AgentCalibration objects (in process); agent 0 = the test agent
               own_scores, # the test agent's calibration scores (n_1,), in the order of `own_weights`
               own_weights, # omega^k at the test agent's own calibration covariates (n_1, K); column 0 ones
+              evidence: RatioEvidence | None = None, # the ratios' evidence (check "evidence"): which agents enter, whether any
              ) -> "CPOrPooled":
-    "Both halves, then keep the narrower if it passes the check (`chosen_`: 'CP' or 'osPFWCP-pool'; `delta_fed_`)."
+    "Both halves, then keep the narrower if it passes the check (`chosen_`: 'CP' or 'osPFWCP-pool'; `delta_fed_`; `agents_`)."
     agents = _check_agents(agents)
     s0 = np.asarray(own_scores, dtype=float)
     W = _as_test_weights(own_weights, len(agents), own_column=True)
     if s0.ndim != 1 or not np.array_equal(np.sort(s0, kind="stable"), agents[0]._scores) or W.shape[0] != s0.size:
         raise ValueError("`own_scores` must be agent 0's calibration scores and `own_weights` one row per score, "
                          f"(n_1={agents[0].summary().n}, K); got {s0.shape} and {W.shape}.")
+    keep = _evidence_agents(evidence, len(agents), self.check == "evidence")
     cp = LocalCP(self.alpha, self.delta).calibrate(agents)
     self.delta_fed_ = self.delta - cp_failure(s0.size, self.alpha, self.delta)
-    self.chosen_, self.model_ = "CP", cp
-    if self.delta_fed_ <= 1e-9:
+    self.chosen_, self.model_, self.agents_ = "CP", cp, np.array([0])
+    if self.delta_fed_ <= 1e-9 or keep.size < 2:         # no delta left, or the evidence keeps no other agent
         return self
-    fed = calibrate_pooled(agents, self.alpha, self.delta_fed_, **self.kw)
+    fed = calibrate_pooled([agents[k] for k in keep], self.alpha, self.delta_fed_, **self.kw)
     if np.isfinite(cp.threshold_):            # local CP is an answer: the federation must be narrower and pass the check
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if cp.threshold_ <= np.mean(fed.threshold(W)):
+            if cp.threshold_ <= np.mean(fed.threshold(W[:, keep])):
                 return self
-        if self.check and s0.size >= MIN_CHECK_N1 and \
+        if self.check == "loo" and s0.size >= MIN_CHECK_N1 and \
                 np.sum(s0 <= oneshot_loo_thresholds(fed, s0, W)) < loo_target(s0.size, self.alpha, self.delta):
             return self
-    self.chosen_, self.model_ = "osPFWCP-pool", fed
+    self.chosen_, self.model_, self.agents_ = "osPFWCP-pool", OnAgents(fed, keep, len(agents)), keep
     return self
 
 # %% ../nbs/03c_value.ipynb #11afc9b7
@@ -209,10 +245,11 @@ def calibrate_recommended(agents, # AgentCalibration objects (in process); agent
                           *,
                           own_scores=None, # the test agent's calibration scores (n_1,) in the order of `own_weights`; CCC needs them
                           own_weights=None, # omega^k at the test agent's own calibration covariates (n_1, K); CCC needs it
+                          evidence: RatioEvidence | None = None, # the ratios' label-free evidence (`evidence.ratio_evidence`): which agents enter
                          ) -> tuple: # (calibrated estimator with `threshold` / `predict_interval` / `predict_set`, Regime)
-    "The method `trust.recommend` names for this federation, calibrated: `LocalCP`, `CPOrPooled` or PFWCP (finite-first, the band)."
+    "The method `trust.recommend` names for this federation, calibrated on the agents the ratios' evidence keeps: `LocalCP`, `CPOrPooled` or PFWCP (finite-first, the band)."
     agents = _check_agents(agents)
-    regime = recommend([a.summary() for a in agents], alpha, delta)
+    regime = recommend([a.summary() for a in agents], alpha, delta, evidence=evidence)
     if regime.method == "CP":
         return LocalCP(alpha, delta).calibrate(agents), regime
     if own_scores is None or own_weights is None:
@@ -220,10 +257,14 @@ def calibrate_recommended(agents, # AgentCalibration objects (in process); agent
                          "the federation on the test agent's own calibration points; pass its scores (n_1,) and omega^k "
                          "there (n_1, K), rows in the same order.")
     if regime.method == "CP-or-pooled":                     # CCC with a finite local CP
-        return CPOrPooled(alpha, delta).calibrate(agents, own_scores, own_weights), regime
-    model = PFWCP(alpha, delta, select=regime.options["select"]).calibrate(agents)     # local CP is the whole line
-    gamma, _ = choose_gamma(model, own_scores, own_weights)
-    return with_gamma(model, gamma), regime
+        check = "loo" if evidence is None else "evidence"
+        return CPOrPooled(alpha, delta, check=check).calibrate(agents, own_scores, own_weights, evidence), regime
+    keep = np.asarray(regime.agents or range(len(agents)))  # local CP is the whole line: PFWCP on the kept agents
+    W = _as_test_weights(own_weights, len(agents), own_column=True)[:, keep]
+    model = PFWCP(alpha, delta, select=regime.options["select"]).calibrate([agents[k] for k in keep])
+    gamma, _ = choose_gamma(model, own_scores, W)
+    model = with_gamma(model, gamma)
+    return (model if keep.size == len(agents) else OnAgents(model, keep, len(agents))), regime
 
 # %% ../nbs/03c_value.ipynb #b2708a29
 add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

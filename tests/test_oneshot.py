@@ -111,7 +111,7 @@ def test_single_agent_ccc_matches_beta_tail():
 
 def test_procedure1_rule_is_beta_star_and_infeasible_handling():
     agents = make_agents()
-    model = OneShotPFWCP(0.1, beta_breve_rule="procedure1").calibrate(agents)
+    model = OneShotPFWCP(0.1, beta_breve_rule="procedure1", on_infeasible="max").calibrate(agents)
     ch = select_quantiles([a.summary().n_eff for a in agents], 0.1)
     assert model.beta_breve_ == ch.beta and model.beta_choice_.tau == ch.tau
     # huge test weights push beta^k to ~1 for agents 1..K-1: no tau is feasible
@@ -119,9 +119,10 @@ def test_procedure1_rule_is_beta_star_and_infeasible_handling():
     with pytest.warns(UserWarning, match="no feasible tau"):
         q = model.threshold(TW)
     np.testing.assert_array_equal(q, np.full(3, model.tau_thresholds_[0]))
-    strict = OneShotPFWCP(0.1, beta_breve_rule="procedure1", on_infeasible="inf").calibrate(agents)
+    strict = OneShotPFWCP(0.1, beta_breve_rule="procedure1").calibrate(agents)     # the default: +inf, counted
     with pytest.warns(UserWarning, match="no feasible tau"):
         assert np.isinf(strict.threshold(TW)).all()
+    assert strict.on_infeasible == "inf" and strict.n_infeasible_ == 3 and model.n_infeasible_ == 3
 
 
 @pytest.mark.parametrize("delta", [None, 0.1])

@@ -6,8 +6,9 @@ import pytest
 from pfwcp_nb.oneshot import OneShotPFWCP, local_levels
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.procedure import ccc_alpha
-from pfwcp_nb.value import (CPOrPooled, LocalCP, band_oneshot, calibrate_pooled, calibrate_recommended,
+from pfwcp_nb.value import (CPOrPooled, LocalCP, OnAgents, band_oneshot, calibrate_pooled, calibrate_recommended,
                             choose_gamma_oneshot, cp_failure, oneshot_loo_thresholds, pooled_beta_breve)
+from pfwcp_nb.evidence import balance_sums, ratio_evidence
 
 
 def federation(seed, n1=100, K=6, n=100, m=2000, right=True):
@@ -97,7 +98,7 @@ def test_the_check_only_ever_keeps_cp():
     for seed in range(8):
         agents, s0, W, Wt, xt = federation(200 + seed, right=False)       # ratios that ignore the shift
         with_check = CPOrPooled(0.1, 0.1).calibrate(agents, s0, W).chosen_
-        without = CPOrPooled(0.1, 0.1, check=False).calibrate(agents, s0, W).chosen_
+        without = CPOrPooled(0.1, 0.1, check="none").calibrate(agents, s0, W).chosen_
         assert with_check == "CP" or without == "osPFWCP-pool"
 
 
@@ -159,3 +160,72 @@ def test_benchmark_script_usage_and_tables():
         assert r.returncode == 2 and "usage:" in r.stderr, (bad, r.stderr)
     r = run("--table", "targets", "--summary-file", "results/value/summary.csv")
     assert r.returncode == 0 and r.stdout.startswith("| target |"), r.stderr
+
+
+def held_out_evidence(seed, K=6, n=300, right=True, clipped=()):
+    "The evidence of `federation`'s ratios from n held-out covariates per agent: true log-ratios, zeros (`right=False`), or at the clip."
+    r = np.random.default_rng(seed)
+    xs = [r.normal(k / 2, 1, n) for k in range(K)]
+    lw = [None] + [np.full(n, 13.8) if k in clipped else (-x * k / 2 + (k / 2) ** 2 / 2) if right else np.zeros(n)
+                   for k, x in enumerate(xs[1:], start=1)]
+    return ratio_evidence([balance_sums(x[:, None], l, log_bound=13.8) for x, l in zip(xs, lw)])
+
+
+def test_evidence_gate_keeps_local_cp_when_the_ratios_ignore_the_shift():
+    for seed in range(6):
+        agents, s0, W, Wt, xt = federation(300 + seed, right=False)
+        ev = held_out_evidence(seed, right=False)
+        assert not ev.federate
+        sel = CPOrPooled(0.1, 0.1, check="evidence").calibrate(agents, s0, W, ev)
+        assert sel.chosen_ == "CP" and sel.agents_.tolist() == [0]
+        np.testing.assert_array_equal(sel.threshold(Wt), LocalCP(0.1, 0.1).calibrate(agents).threshold(Wt))
+
+
+def test_evidence_gate_ccc_with_true_ratios():
+    "With the true ratios the evidence lets the federation in, and CPOrPooled(check='evidence') stays valid (CCC)."
+    cov, fed = [], 0
+    for seed in range(120):
+        agents, s0, W, Wt, xt = federation(400 + seed)
+        sel = CPOrPooled(0.1, 0.1, check="evidence").calibrate(agents, s0, W, held_out_evidence(seed))
+        fed += sel.chosen_ != "CP"
+        cov.append(cond_coverage(sel.threshold(Wt), xt))
+    ok = np.mean(np.array(cov) >= 0.9)
+    assert fed > 0 and ok >= 0.9 - 2 * np.sqrt(0.09 / len(cov)), (fed, ok)
+
+
+def test_agents_left_out_by_the_evidence_are_not_asked():
+    agents, s0, W, Wt, xt = federation(5)
+    ev = held_out_evidence(5, clipped=(3,))
+    assert not ev.usable[3] and ev.usable[[0, 1, 2]].all()
+    sel = CPOrPooled(0.1, 0.1, check="evidence").calibrate(agents, s0, W, ev)
+    assert 3 not in sel.agents_.tolist()
+    Wt_poison = Wt.copy(); Wt_poison[:, 3] = 1e12                 # agent 3's column is never read
+    np.testing.assert_array_equal(sel.threshold(Wt), sel.threshold(Wt_poison))
+    small = [AgentCalibration(s0[:10])] + agents[1:]
+    model, regime = calibrate_recommended(small, 0.1, 0.1, own_scores=s0[:10], own_weights=W[:10], evidence=ev)
+    assert isinstance(model, OnAgents) and 3 not in model.keep and regime.agents == tuple(model.keep.tolist())
+    np.testing.assert_array_equal(model.threshold(Wt[:50]), model.threshold(Wt_poison[:50]))
+
+
+def test_no_usable_agent_means_local_cp():
+    agents, s0, W, Wt, xt = federation(6, right=False)
+    ev = held_out_evidence(6, right=False)
+    for n1, delta in ((100, 0.1), (10, 0.1), (100, None)):
+        ag = [AgentCalibration(s0[:n1])] + agents[1:]
+        model, regime = calibrate_recommended(ag, 0.1, delta, own_scores=s0[:n1], own_weights=W[:n1], evidence=ev)
+        assert regime.method == "CP" and isinstance(model, LocalCP) and regime.agents == (0,), regime
+        assert "evidence" in regime.reason or delta is None
+
+
+def test_evidence_bad_input():
+    agents, s0, W, Wt, xt = federation(7)
+    with pytest.raises(ValueError, match="needs `evidence`"):
+        CPOrPooled(0.1, 0.1, check="evidence").calibrate(agents, s0, W)
+    with pytest.raises(ValueError, match="RatioEvidence of these K=6"):
+        CPOrPooled(0.1, 0.1, check="evidence").calibrate(agents, s0, W, held_out_evidence(7, K=4))
+    with pytest.raises(ValueError, match="RatioEvidence of these K=6"):
+        calibrate_recommended(agents, 0.1, 0.1, own_scores=s0, own_weights=W, evidence="good")
+    with pytest.raises(ValueError, match="`check` must be one of"):
+        CPOrPooled(0.1, 0.1, check=True)
+    with pytest.raises(ValueError, match="`keep` must be increasing"):
+        OnAgents(LocalCP(), [1, 2], 6)
