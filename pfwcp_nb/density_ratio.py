@@ -204,13 +204,16 @@ class RatioFeatures:
 # %% ../nbs/06_density_ratio.ipynb #a2ff2eb6
 @dataclass
 class StandardizedFeatures:
-    "Features of `inner` (a `RatioFeatures`), standardised by the pooled mean and sd (agents send sums and sums of squares)."
+    "Features of `inner` (a `RatioFeatures`) mapped to loc + scale (f - mean) / sd per feature, mean and sd pooled over the agents."
     inner: RatioFeatures
     mean: np.ndarray
     sd: np.ndarray
+    loc: float = 0.0       # the standardised features' mean
+    scale: float = 1.0     # their s.d.
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        return (self.inner.transform(X) - self.mean) / self.sd
+        Z = (self.inner.transform(X) - self.mean) / self.sd
+        return Z if (self.loc, self.scale) == (0.0, 1.0) else self.loc + self.scale * Z
 
 # %% ../nbs/06_density_ratio.ipynb #f8c36eb6
 @dataclass(frozen=True)

@@ -11,24 +11,18 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .evidence import balance_sums
 from .models import _check_agents_X
 from .density_ratio import DensityRatio
-from .quantiles import effective_sample_size
 from ._validate import add_param_docs
 
 # %% auto #0
 __all__ = ['CLIP_SHARE_WARN', 'N_EFF_SHARE_WARN', 'ratio_diagnostics', 'RatioWarning', 'ratio_warnings']
 
-# %% ../nbs/06a_ratio_diagnostics.ipynb #eca768e4
-def _clip_share(log_w: np.ndarray, bound: float | None) -> float:
-    "The share of log-weights at the clip bound: |log w| >= (1 - 1e-9) bound; 0 for a weight function without a clip."
-    if bound is None or len(log_w) == 0: return 0.0
-    return float(np.mean(np.abs(log_w) >= (1 - 1e-9) * bound))
-
 # %% ../nbs/06a_ratio_diagnostics.ipynb #879aeea1
 def ratio_diagnostics(
     ratios: Sequence[DensityRatio],        # K weight functions, agent 1's (≡ 1) first
-    X_per_agent: Sequence[np.ndarray],     # every agent's covariates, agent 1 first (e.g. its ratio covariates)
+    X_per_agent: Sequence[np.ndarray],     # every agent's covariates (at least 2 each), agent 1 first (e.g. its ratio covariates)
     info: Sequence[dict | None] | None = None,  # side information per agent (oracle ratios of images), else None
 ) -> pd.DataFrame:                         # one row per agent: agent, n, n_eff, n_eff_share, clip_share, max_weight, log_bound
     "Per agent k, label-free: n_eff of w_k at agent k's covariates, n_eff / n_k, the share of log-weights at the clip bound, the largest normalised weight."
@@ -37,18 +31,16 @@ def ratio_diagnostics(
         raise ValueError(f"ratios: {len(ratios)} weight functions for {len(Xs)} agents' covariates; give one per agent")
     rows = []
     for k, (r, X) in enumerate(zip(ratios, Xs)):
-        lw = r.log(X, info[k] if info is not None else None)
-        w = np.exp(lw - lw.max())                          # scale free: the largest weight is 1
-        ne = effective_sample_size(w)
-        rows.append(dict(agent=k + 1, n=len(X), n_eff=ne, n_eff_share=ne / len(X), clip_share=_clip_share(lw, r.log_bound),
-                         max_weight=float(1.0 / w.sum()), log_bound=r.log_bound))
+        s = balance_sums(X, r.log(X, info[k] if info is not None else None), log_bound=r.log_bound)   # weights: largest 1
+        rows.append(dict(agent=k + 1, n=s.n, n_eff=s.n_eff, n_eff_share=s.n_eff / s.n, clip_share=s.n_clip / s.n,
+                         max_weight=1.0 / s.sw, log_bound=r.log_bound))
     return pd.DataFrame(rows)
 
 # %% ../nbs/06a_ratio_diagnostics.ipynb #706de956
 class RatioWarning(UserWarning):
     "Fitted density ratios that cannot be trusted: weights piled up at the clip bound, or an effective sample size that collapsed."
 
-CLIP_SHARE_WARN: float = 0.05   # warn when more than this share of an agent's log-weights sit at the clip bound
+CLIP_SHARE_WARN: float = 0.2    # warn when more than this share of an agent's log-weights sit at the clip bound
 N_EFF_SHARE_WARN: float = 0.02  # warn when n_eff of w_k at agent k's own covariates is below this share of n_k
 
 # %% ../nbs/06a_ratio_diagnostics.ipynb #297cc638

@@ -15,7 +15,8 @@ from .density_ratio import RatioFeatures, StandardizedFeatures, image_statistics
 from ._validate import add_param_docs
 
 # %% auto #0
-__all__ = ['MAX_COUNT', 'fit_ratio_features', 'feature_moments', 'pooled_standardization', 'standardize_features']
+__all__ = ['MAX_COUNT', 'STANDARD_LOC', 'STANDARD_SCALE', 'fit_ratio_features', 'feature_moments', 'pooled_standardization',
+           'standardize_features']
 
 # %% ../nbs/06b_ratio_features.ipynb #55203f65
 def fit_ratio_features(
@@ -86,13 +87,17 @@ def pooled_standardization(
     return mu, np.where(sd > 1e-12 * np.maximum(1.0, np.abs(mu)), sd, 1.0)
 
 # %% ../nbs/06b_ratio_features.ipynb #84e0daed
+STANDARD_LOC, STANDARD_SCALE = 0.5, 1 / np.sqrt(12)   # the mean and s.d. of a feature uniform on [0, 1]
+
 def standardize_features(inner: RatioFeatures | StandardizedFeatures, # the feature map to standardise
                          Xs: list[np.ndarray], # every agent's ratio covariates
+                         loc: float = STANDARD_LOC, # the standardised features' mean
+                         scale: float = STANDARD_SCALE, # and s.d.
                         ) -> StandardizedFeatures:
-    "`inner` standardised by the pooled mean and s.d. of its features: one summary round of `feature_moments` records."
+    "`inner` mapped to mean `loc` and s.d. `scale` per feature by the pooled moments: one summary round of `feature_moments` records."
     F = [inner.transform(X) for X in Xs]
     mu, sd = pooled_standardization([feature_moments(f) for f in F], F[0].shape[1])
-    return StandardizedFeatures(inner, mu, sd)
+    return StandardizedFeatures(inner, mu, sd, float(loc), float(scale))
 
 # %% ../nbs/06b_ratio_features.ipynb #bb4c41fb
 add_param_docs(globals())   # help() shows the docments comments (notebook 00_validate)

@@ -74,7 +74,11 @@ def _agent_folds(ns: Sequence[int], folds: int, seed: int) -> list[np.ndarray]:
 
 # %% ../nbs/06d_ratio_fit.ipynb #ae6cb901
 def _check_crossfit(crossfit, ns: Sequence[int]) -> int:
-    "`crossfit` as an int: at least 1, and at most the smallest agent's number of ratio covariates (every fold non-empty)."
+    "`crossfit` as an int: at least 1, at most the smallest agent's number of ratio covariates (at least 2 each)."
+    if min(ns) < 2:
+        j = int(np.argmin(ns))
+        raise ValueError(f"train_X[{j}]: agent {j + 1} has {ns[j]} ratio covariate; the classifiers and their diagnostics "
+                         "need at least 2 per agent")
     if isinstance(crossfit, bool) or not isinstance(crossfit, (int, np.integer)) or crossfit < 1:
         raise ValueError(f"crossfit={crossfit!r}: must be an integer >= 1 (1: one fit on all points; F >= 2: F folds per agent)")
     k = int(np.argmin(ns))

@@ -43,7 +43,7 @@ def ratio_candidates(dataset: str | None = None) -> list[RatioCandidate]:
 def _candidate_features(Xs: list[np.ndarray], arch: str) -> dict:
     "The feature maps the candidates use, fitted once from the agents' training covariates (label-free sums only)."
     paper = fit_ratio_features(Xs, RATIO_ARCHS[arch]["pca"], False)
-    out = dict(paper=paper, std=standardize_features(paper, Xs))
+    out = dict(paper=paper, std=standardize_features(paper, Xs, 0.0, 1.0))
     if arch in IMAGE_ARCHS: out["stats"] = fit_ratio_features(Xs, None, "only")
     return out
 

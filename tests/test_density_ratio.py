@@ -175,6 +175,7 @@ X2 = np.zeros((5, 3))
     (X2, {}, "list"),
     ([X2], {}, "at least 2 agents"),
     ([X2, np.zeros((0, 3))], {}, r"train_X\[1\].*no data"),
+    ([X2, np.zeros((1, 3))], {}, r"train_X\[1\]: agent 2 has 1 ratio covariate"),
     ([X2, np.zeros(5)], {}, r"train_X\[1\].*2-D"),
     ([X2, np.zeros((5, 4))], {}, r"train_X\[1\].*features"),
     ([X2, np.full((5, 3), np.nan)], {}, "NaN"),

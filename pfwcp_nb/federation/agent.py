@@ -17,7 +17,7 @@ from ..query_policy import QueryPolicy, QueryRefused
 from ..federated import local_round
 from ..models import FederatedPredictor, PCAProjection
 from ..density_ratio import RatioFeatures, StandardizedFeatures, pairwise_ratio_functions
-from ..ratio_features import feature_moments
+from ..ratio_features import STANDARD_LOC, STANDARD_SCALE, feature_moments
 from .plan import TaskPlan, round_move, initial_networks
 from .agreement import (RUN_STATE, POLICY_STATE, TrainingAgreement, _check_move, _remember, _run_state,
                                            _spend, _state_json, _set_state_json, _state_arrays, _set_state_arrays)
@@ -114,7 +114,8 @@ def _agent_proj(ctx: Context, which: str) -> PCAProjection | None:
 def _agent_ratio_features(ctx: Context) -> RatioFeatures | StandardizedFeatures:
     "The ratio classifiers' features of the set-up: the ratio PCA (if any), then the agreed standardisation (if any)."
     feat, s = RatioFeatures(_agent_proj(ctx, "ratios")), _state_json(ctx, "pipe-features").get("ratio_std")
-    return feat if s is None else StandardizedFeatures(feat, np.asarray(s["mean"], dtype=np.float64), np.asarray(s["sd"], dtype=np.float64))
+    return feat if s is None else StandardizedFeatures(feat, np.asarray(s["mean"], dtype=np.float64),
+                                                         np.asarray(s["sd"], dtype=np.float64), STANDARD_LOC, STANDARD_SCALE)
 
 # %% ../../nbs/10c_federation_agent.ipynb #c478914f
 def _agent_targets(ctx: Context, plan: TaskPlan, data: AgentData, g: int, j: int) -> tuple:
