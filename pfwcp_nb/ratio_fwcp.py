@@ -67,7 +67,7 @@ def fit_fwcp_ratio(
     dataset: str | None = None,   # sets `hidden` / `pca` as for `fit_density_ratios`
     hidden: int | None = None,
     pca: float | PCAProjection | None | str = "auto",
-    standardize: bool = True,     # standardise the features by their pooled mean and s.d. (per-agent sums); False: the paper's
+    standardize: bool = True,     # standardise the features to mean 0, s.d. 1 by their pooled moments (per-agent sums); False: the paper's
     epochs: int = 600,            # MLPClassifier max_iter
     batch_size: int = 200,
     lr: float = 1e-3,
@@ -88,7 +88,7 @@ def fit_fwcp_ratio(
     if pca == "auto": pca = preset["pca"]
     if not isinstance(standardize, (bool, np.bool_)): raise ValueError(f"standardize={standardize!r}: use True or False")
     proj = pca if isinstance(pca, PCAProjection) else (fit_pca(Xs, float(pca)) if pca is not None else None)
-    if standardize: proj = standardize_features(RatioFeatures(proj), Xs)
+    if standardize: proj = standardize_features(RatioFeatures(proj), Xs, 0.0, 1.0)   # unit variance: scikit-learn MLP's scale
     F_ = [proj.transform(X) if proj is not None else X for X in Xs]
     mlp_kw = dict(hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr)
     T, table = 1.0, None

@@ -18,6 +18,7 @@ from .models import _check_agents_X
 from .density_ratio import (DEFAULT_EPS, IMAGE_ARCHS, RATIO_ARCHS, DensityRatio, RATIO_FEATURES, RatioCandidate,
                                     RatioFeatures,
                                     _logit_bound, _ratio_arch, _ratio_functions)
+from .ratio_diagnostics import ratio_diagnostics, ratio_warnings
 from .ratio_features import fit_ratio_features, standardize_features
 from .ratio_validation import AgentHoldout, _pooled, _ratio_tasks, select_by_validation
 from ._validate import add_param_docs
@@ -84,7 +85,7 @@ def _candidate_reports(F_of: dict, cands: Sequence[RatioCandidate], folds: int, 
     return held
 
 # %% ../nbs/06f_ratio_selection.ipynb #cf4f31a0
-# long cell: the selection in one pass: checks, candidate features, federated cross-fitting, the refit
+# long cell: the selection in one pass: checks, candidate features, federated cross-fitting, the refit, diagnostics
 def fit_selected_ratios(
     train_X: list[np.ndarray],    # K covariate arrays (n_k, d), agent 1 (the test agent) first
     *,
@@ -127,11 +128,13 @@ def fit_selected_ratios(
     cand = cands[best]
     nets = _fit_candidates(F_of, [cand], lambda Fs: Fs, seed, **kw)[0]
     out = _ratio_functions("pairwise", nets, feats[cand.features], K, Xs[0].shape[1], L, eps, 1.0)
-    secs = time.perf_counter() - t0
+    secs, diag = time.perf_counter() - t0, ratio_diagnostics(out, Xs)
     for r in out:
         r.seconds, r.nets, r.features, r.candidate, r.selection = secs, nets, feats[cand.features], cand, table
+        r.diagnostics = diag
         r.hparams = dict(hparams="select", candidate=cand.name, weight_decay=float(cand.weight_decay), temperature=1.0,
                          cv=table)
+    ratio_warnings(diag, standardized=cand.features != "paper", stacklevel=2)
     return out
 
 # %% ../nbs/06f_ratio_selection.ipynb #bb4c41fb

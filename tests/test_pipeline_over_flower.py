@@ -727,3 +727,18 @@ def test_node_files_carry_the_pool(tmp_path):
                             state=RecordDict(), run_config={})
     np.testing.assert_array_equal(load_node_data(ctx(1)).pool_X, data[1].pool_X)
     assert load_node_data(ctx(0)).pool_X is None and load_node_data(ctx(0)).test_X is not None
+
+
+@pytest.mark.slow
+def test_simulated_flower_gives_the_in_process_ratios_with_pools_and_standardisation():
+    "Flower's simulation engine (Ray) with pools and standardize=True: the ratio classifiers of `fit_density_ratios(ratio_data(...))` within 1e-6."
+    K = 3
+    data = pooled_data(K, scale=1e4)
+    tk = {"predictor": {"epochs": 3}, "ratios": {"epochs": 5, "standardize": True}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = simulate_pipeline("gaussian", K=K, seed=0, train_kw=tk, data=data, actors=2)
+    ref = fit_density_ratios(ratio_data([d.train_X for d in data], [d.pool_X for d in data]), seed=training_seed(0, 0),
+                             dataset="gaussian", epochs=5, progress=False)
+    assert res.trained == [0, 1, 2]
+    assert max(max_param_diff(n, ref[g + 1].nets[g]) for g, n in enumerate(res.ratio_nets)) <= 1e-6
