@@ -143,7 +143,7 @@ def test_simulation_agrees_with_in_process_survives_a_timeout_and_only_parameter
                 else:
                     assert name == PIPE and set(items) == {"json"}
                     msg = json.loads(items["json"])
-                    allowed = {"type", "agent", "n_train", "d", "n_cal", "n_test", "sum_y", "sum_y2", "round", "counts",
+                    allowed = {"type", "agent", "n_train", "n_ratio", "d", "n_cal", "n_test", "sum_y", "sum_y2", "round", "counts",
                                "m", "coverage", "mean_size", "infinite_share"}
                     assert set(msg) <= allowed, set(msg) - allowed
                     assert all(isinstance(v, (int, float, str, type(None))) or k == "counts" for k, v in msg.items())
