@@ -186,7 +186,7 @@ def cp_is_finite(n1: int, alpha: float, delta: float | None = None) -> bool:
 @dataclass(frozen=True)
 class Regime:
     "What `recommend` reads from the agents' summaries, and its recommendation."
-    method: str            # "CP" (local split conformal), "CP-or-pooled" (`value.CPOrPooled`) or "PFWCP"
+    method: str            # "CP" (local split conformal), "CP-or-pooled" (`value.CPOrPooled`), "PFWCP" or "osPFWCP"
     options: dict          # the method's options (PFWCP: select)
     guarantee: str         # "mc" or "ccc"
     n1: int                # the test agent's calibration points
@@ -211,7 +211,8 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
     delta = None if delta is None else check_unit_open(delta, "delta")
     if evidence is not None and (not isinstance(evidence, RatioEvidence) or evidence.K != len(summaries)):
         raise ValueError(f"`evidence` must be the RatioEvidence of these K={len(summaries)} agents (`evidence.ratio_evidence`).")
-    keep = tuple(range(len(summaries))) if evidence is None else tuple(int(k) for k in evidence.keep) if evidence.federate else (0,)
+    keep = (tuple(range(len(summaries))) if evidence is None else tuple(int(k) for k in evidence.keep_precise)
+            if evidence.certified else tuple(int(k) for k in evidence.keep) if evidence.federate else (0,))
     n_eff = np.array([s.n_eff for s in summaries], dtype=float)
     n1, others = int(summaries[0].n), n_eff[1:]
     common = dict(guarantee="mc" if delta is None else "ccc", n1=n1, K=len(summaries),
@@ -220,6 +221,12 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
                   agents=() if evidence is None else keep)
     said = ("" if evidence is None else f"; the ratios' evidence keeps agents {list(keep)}" if len(keep) > 1
             else "; the ratios' evidence keeps no other agent")
+    if not common["cp_finite"] and len(keep) > 1 and evidence is not None and evidence.certified:
+        return Regime(method="osPFWCP", options={}, **common,
+                      reason=f"local CP returns the whole line at n_1={n1} for this guarantee, and the ratios' evidence "
+                             "certifies the federation (balanced, precise): osPFWCP, finite wherever its tau search "
+                             "certifies the level, was valid there with ratios fitted on 200 or more covariates per "
+                             "agent" + said)
     if not common["cp_finite"] and len(keep) > 1:
         return Regime(method="PFWCP", options=dict(select="finite-first", gamma="auto"), **common,
                       reason=f"local CP returns the whole line at n_1={n1} for this guarantee; PFWCP with finite-first "
@@ -230,7 +237,8 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
         return Regime(method="CP-or-pooled", options={}, **common,
                       reason="local CP at delta, or osPFWCP at the pooled level with the delta local CP leaves unused if "
                              "it is narrower at the test agent's own covariates and " + (
-                                 "covers as many of its own points" if evidence is None else "the ratios' evidence passes")
+                                 "covers as many of its own points" if evidence is None or not evidence.certified
+                                 else "the ratios' evidence certifies them (balanced, precise)")
                              + ": valid by the union bound, never wider than local CP" + said)
     if not common["cp_finite"]:
         return Regime(method="CP", options={}, **common,

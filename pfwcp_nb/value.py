@@ -168,16 +168,19 @@ class OnAgents(_ThresholdPredictor):
 
     def __repr__(self): return f"OnAgents({self.model!r}, agents {self.keep.tolist()} of {self.K})"
 
-def _evidence_agents(evidence, K: int, required: bool) -> np.ndarray:
-    "The agents the evidence keeps (all K without evidence); only agent 0 when the federation does not pass."
+def _evidence_agents(evidence, K: int, required: bool) -> tuple:
+    """(the agents that enter, whether the leave-one-out check still applies): all K and the check without evidence; the
+    precise agents without the check when the evidence certifies them; the usable agents with it when it only keeps them."""
     if evidence is None:
         if required:
             raise ValueError("check='evidence' needs `evidence` (`evidence.ratio_evidence` of the agents' held-out ratio covariates).")
-        return np.arange(K)
+        return np.arange(K), True
     if not isinstance(evidence, RatioEvidence) or evidence.K != K:
         raise ValueError(f"`evidence` must be the RatioEvidence of these K={K} agents, got {type(evidence).__name__}"
                          + (f" of K={evidence.K}" if isinstance(evidence, RatioEvidence) else "") + ".")
-    return evidence.keep if evidence.federate else np.array([0])
+    if evidence.certified:
+        return evidence.keep_precise, False
+    return (evidence.keep, True) if evidence.federate else (np.array([0]), True)
 
 # %% ../nbs/03c_value.ipynb #9dcc2576
 CHECKS: tuple = ("loo", "evidence", "none")   # "loo": its leave-one-out count reaches `loo_target`; "evidence": the ratios' label-free evidence (`evidence.ratio_evidence`) passes, over its usable agents; "none"
@@ -220,7 +223,7 @@ def calibrate(self: CPOrPooled,
     if s0.ndim != 1 or not np.array_equal(np.sort(s0, kind="stable"), agents[0]._scores) or W.shape[0] != s0.size:
         raise ValueError("`own_scores` must be agent 0's calibration scores and `own_weights` one row per score, "
                          f"(n_1={agents[0].summary().n}, K); got {s0.shape} and {W.shape}.")
-    keep = _evidence_agents(evidence, len(agents), self.check == "evidence")
+    keep, loo = _evidence_agents(evidence, len(agents), self.check == "evidence")
     cp = LocalCP(self.alpha, self.delta).calibrate(agents)
     self.delta_fed_ = self.delta - cp_failure(s0.size, self.alpha, self.delta)
     self.chosen_, self.model_, self.agents_ = "CP", cp, np.array([0])
@@ -232,8 +235,8 @@ def calibrate(self: CPOrPooled,
             warnings.simplefilter("ignore")
             if cp.threshold_ <= np.mean(fed.threshold(W[:, keep])):
                 return self
-        if self.check == "loo" and s0.size >= MIN_CHECK_N1 and \
-                np.sum(s0 <= oneshot_loo_thresholds(fed, s0, W)) < loo_target(s0.size, self.alpha, self.delta):
+        if (self.check == "loo" or (self.check == "evidence" and loo)) and s0.size >= MIN_CHECK_N1 and \
+                np.sum(s0 <= oneshot_loo_thresholds(fed, s0, W[:, keep])) < loo_target(s0.size, self.alpha, self.delta):
             return self
     self.chosen_, self.model_, self.agents_ = "osPFWCP-pool", OnAgents(fed, keep, len(agents)), keep
     return self
@@ -247,7 +250,7 @@ def calibrate_recommended(agents, # AgentCalibration objects (in process); agent
                           own_weights=None, # omega^k at the test agent's own calibration covariates (n_1, K); CCC needs it
                           evidence: RatioEvidence | None = None, # the ratios' label-free evidence (`evidence.ratio_evidence`): which agents enter
                          ) -> tuple: # (calibrated estimator with `threshold` / `predict_interval` / `predict_set`, Regime)
-    "The method `trust.recommend` names for this federation, calibrated on the agents the ratios' evidence keeps: `LocalCP`, `CPOrPooled` or PFWCP (finite-first, the band)."
+    "The method `trust.recommend` names for this federation, calibrated on the agents the ratios' evidence keeps: `LocalCP`, `CPOrPooled`, PFWCP (finite-first, the band) or osPFWCP."
     agents = _check_agents(agents)
     regime = recommend([a.summary() for a in agents], alpha, delta, evidence=evidence)
     if regime.method == "CP":
@@ -259,11 +262,13 @@ def calibrate_recommended(agents, # AgentCalibration objects (in process); agent
     if regime.method == "CP-or-pooled":                     # CCC with a finite local CP
         check = "loo" if evidence is None else "evidence"
         return CPOrPooled(alpha, delta, check=check).calibrate(agents, own_scores, own_weights, evidence), regime
-    keep = np.asarray(regime.agents or range(len(agents)))  # local CP is the whole line: PFWCP on the kept agents
-    W = _as_test_weights(own_weights, len(agents), own_column=True)[:, keep]
-    model = PFWCP(alpha, delta, select=regime.options["select"]).calibrate([agents[k] for k in keep])
-    gamma, _ = choose_gamma(model, own_scores, W)
-    model = with_gamma(model, gamma)
+    keep = np.asarray(regime.agents or range(len(agents)))  # local CP is the whole line: the kept agents' PFWCP or osPFWCP
+    if regime.method == "osPFWCP":
+        model = OneShotPFWCP(alpha, delta).calibrate([agents[k] for k in keep])
+    else:
+        model = PFWCP(alpha, delta, select=regime.options["select"]).calibrate([agents[k] for k in keep])
+        gamma, _ = choose_gamma(model, own_scores, _as_test_weights(own_weights, len(agents), own_column=True)[:, keep])
+        model = with_gamma(model, gamma)
     return (model if keep.size == len(agents) else OnAgents(model, keep, len(agents))), regime
 
 # %% ../nbs/03c_value.ipynb #b2708a29

@@ -119,6 +119,8 @@ from pfwcp_nb.baselines import toy_draw
 from pfwcp_nb.federation.network import make_tls_files
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.oneshot import OneShotPFWCP
+from pfwcp_nb.federation.server import capped_agg_weights
+from pfwcp_nb.federation.deploy import AGG_CAP
 T, K, M, PIPELINE = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 make_tls_files(T / "certs", ["localhost", "127.0.0.1"])           # a real host: its name(s), see the README
 ssh = lambda k: k.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
@@ -140,7 +142,9 @@ if PIPELINE:   # each agent's training, calibration [and test] points; the in-pr
     t0 = time.perf_counter()
     st = train_setup("gaussian", K=K, seed=0, n_train=n_train, train_kw=tk, need_localizer=False, progress=False)
     dr = sample_draw(st, make_federation("gaussian", K=K, seed=0), 0, n_cal=n_cal, n_test=M, localize=False)["estimated"]
-    q = PFWCP(0.1).calibrate([AgentCalibration(s, w) for s, w in zip(dr.cal_scores, dr.cal_weights)]).threshold(dr.test_weights)
+    agents = [AgentCalibration(s, w) for s, w in zip(dr.cal_scores, dr.cal_weights)]
+    robust = capped_agg_weights([a.summary() for a in agents], AGG_CAP)     # the deployed default, agg-cap
+    q = PFWCP(0.1, agg_weights=robust).calibrate(agents).threshold(dr.test_weights)
     np.savez(T / "data/in_process.npz", thresholds=q, coverage=np.mean(dr.test_scores <= q),
              seconds=time.perf_counter() - t0, n_cal=np.array([len(s) for s in dr.cal_scores]))
 else:
@@ -149,17 +153,102 @@ else:
         np.savez(T / f"data/agent_{k}.npz", scores=d.cal_scores[k], weights=d.cal_weights[k])
     np.save(T / "data/test_weights.npy", d.test_weights)
     agents = [AgentCalibration(s, w) for s, w in zip(d.cal_scores, d.cal_weights)]
-    ref = {f"{me}-{cr}": Est(0.1, de).calibrate(agents).threshold(d.test_weights)
+    robust = capped_agg_weights([a.summary() for a in agents], AGG_CAP)     # the deployed default, agg-cap
+    ref = {f"{me}-{cr}": Est(0.1, de, agg_weights=robust).calibrate(agents).threshold(d.test_weights)
            for me, Est in (("pfwcp", PFWCP), ("ospfwcp", OneShotPFWCP)) for cr, de in (("mc", None), ("ccc", 0.1))}
     np.savez(T / "data/in_process.npz", **ref)
-ports = []
-for _ in range(K + 4):                       # free local ports: SuperLink, proxy, one per SuperNode, rogue, guarded
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); ports.append(s.getsockname()[1]); s.close()
-(T / "ports").write_text(" ".join(map(str, ports)) + "\n")
 PY
-read -r -a PORTS < "$T/ports"
-LINK="127.0.0.1:${PORTS[0]}"      # the SuperLink: loopback only (operator's `flwr` on this machine)
-FLEET="127.0.0.1:${PORTS[1]}"     # the Fleet-only proxy: what agents (and anyone on the network) reach
+
+# --- ports: each server is started on a port picked just before and binds it itself. Another local process can take
+# that port in between (the pick-then-bind race); the server then exits with "address already in use", and `serve`
+# starts it again on another port (`holds_port` reads /proc: the server's own process, or one it started, must
+# listen on the port). PFWCP_DEPLOY_FIRST_PORTS: ports to hand out first, 0 for a fresh one (tests: a port held
+# elsewhere shows the retry).
+[ -r /proc/net/tcp ] || { echo "this script needs Linux's /proc (to see which process holds a port)" >&2; exit 1; }
+read -r -a FIRST_PORTS <<< "${PFWCP_DEPLOY_FIRST_PORTS:-}"
+fresh_port() {  # sets PORT
+  PORT=0
+  if [ "${#FIRST_PORTS[@]}" -gt 0 ]; then PORT="${FIRST_PORTS[0]}"; FIRST_PORTS=("${FIRST_PORTS[@]:1}"); fi
+  [ "$PORT" != 0 ] || PORT=$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+}
+holds_port() {  # PID PORT LOG: 0 once PID (or a process it started) listens on PORT; 2 if it exited as the port was
+                # taken ("address already in use" in LOG); 1 if it exited otherwise, or after 300 s
+  python - "$@" <<'PY'
+import os, sys, time
+pid, port, log = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def listening():   # the socket inodes listening on `port`
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        found |= {f"socket:[{r.split()[9]}]" for r in rows
+                  if r.split()[3] == "0A" and int(r.split()[1].rsplit(":", 1)[1], 16) == port}
+    return found
+def tree(root):    # root and its descendants still running
+    kids, alive = {}, set()
+    for d in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            state, ppid = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[:2]
+        except OSError:
+            continue
+        kids.setdefault(int(ppid), []).append(int(d))
+        if state != "Z":
+            alive.add(int(d))
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        out += [p] if p in alive else []
+        todo += kids.get(p, [])
+    return out
+def holds(pids, want):
+    for p in pids:
+        try:
+            links = [os.readlink(f"/proc/{p}/fd/{fd}") for fd in os.listdir(f"/proc/{p}/fd")]
+        except OSError:
+            continue
+        if want & set(links):
+            return True
+    return False
+for _ in range(3000):
+    pids = tree(pid)
+    if not pids:
+        sys.exit(2 if "address already in use" in open(log, errors="replace").read().lower() else 1)
+    if holds(pids, listening()):
+        sys.exit(0)
+    time.sleep(0.1)
+sys.exit(1)
+PY
+}
+serve() {  # NAME LOG CMD... (@PORT@ in CMD: its port): starts CMD in the background until it holds its port; sets PORT
+  local name="$1" log="$2" try rc pid; shift 2
+  for try in 1 2 3 4 5; do
+    fresh_port
+    "${@//@PORT@/$PORT}" > "$log" 2>&1 &
+    pid=$!; PIDS+=("$pid")
+    rc=0; holds_port "$pid" "$PORT" "$log" || rc=$?
+    [ "$rc" = 0 ] && return 0
+    wait "$pid" 2>/dev/null || true
+    [ "$rc" = 2 ] || { echo "$name did not start; its log:" >&2; tail -20 "$log" >&2; exit 1; }
+    echo "$name: port $PORT was taken after it was picked; starting it on another" >&2
+  done
+  echo "$name: five picked ports in a row were taken; giving up" >&2; exit 1
+}
+
+# --- 2. SuperLink (TLS, only registered SuperNodes, on loopback) and the Fleet-only proxy in front of it
+serve SuperLink "$T/superlink.log" flower-superlink --host 127.0.0.1 --port @PORT@ --ssl-ca-certfile "$T/certs/ca.crt" \
+  --ssl-certfile "$T/certs/server.pem" --ssl-keyfile "$T/certs/server.key" --enable-supernode-auth \
+  --disable-runtime-dependency-installation
+LINK="127.0.0.1:$PORT"      # the SuperLink: loopback only (operator's `flwr` on this machine)
+# the proxy admits only the agents' registered keys (and the guarded agent's): an unknown key is refused (401) from the
+# request's head, before any body is read or forwarded
+serve "the Fleet-only proxy" "$T/proxy.log" python -c 'import sys; from pfwcp_nb.federation.network import serve_fleet_proxy
+serve_fleet_proxy(int(sys.argv[1]), "https://" + sys.argv[2], sys.argv[3] + "/server.pem", sys.argv[3] + "/server.key",
+                  sys.argv[3] + "/ca.crt", host="127.0.0.1", authorized_keys=sys.argv[4:])' \
+  @PORT@ "$LINK" "$T/certs" "$T"/keys/agent_*.pub "$T/keys/guarded.pub"
+FLEET="127.0.0.1:$PORT"     # the Fleet-only proxy: what agents (and anyone on the network) reach
+echo "SuperLink on $LINK (loopback; TLS, SuperNode authentication), Fleet-only proxy on $FLEET; work dir $T"
 cat > "$FLWR_HOME/config.toml" <<TOML
 [superlink]
 default = "pfwcp"
@@ -173,19 +262,6 @@ address = "$FLEET"
 root-certificates = "$T/certs/ca.crt"
 TOML
 
-# --- 2. SuperLink (TLS, only registered SuperNodes, on loopback) and the Fleet-only proxy in front of it
-echo "SuperLink on $LINK (loopback; TLS, SuperNode authentication), Fleet-only proxy on $FLEET; work dir $T"
-flower-superlink --host 127.0.0.1 --port "${PORTS[0]}" --ssl-ca-certfile "$T/certs/ca.crt" \
-  --ssl-certfile "$T/certs/server.pem" --ssl-keyfile "$T/certs/server.key" --enable-supernode-auth \
-  --disable-runtime-dependency-installation > "$T/superlink.log" 2>&1 &
-PIDS+=($!)
-# the proxy admits only the agents' registered keys (and the guarded agent's): an unknown key is refused (401) from the
-# request's head, before any body is read or forwarded
-python -c 'import sys; from pfwcp_nb.federation.network import serve_fleet_proxy
-serve_fleet_proxy(int(sys.argv[1]), "https://" + sys.argv[2], sys.argv[3] + "/server.pem", sys.argv[3] + "/server.key",
-                  sys.argv[3] + "/ca.crt", host="127.0.0.1", authorized_keys=sys.argv[4:])' \
-  "${PORTS[1]}" "$LINK" "$T/certs" "$T"/keys/agent_*.pub "$T/keys/guarded.pub" > "$T/proxy.log" 2>&1 &
-PIDS+=($!)
 for i in $(seq 1 120); do
   flwr supernode list pfwcp > /dev/null 2>&1 && break
   [ "$i" -lt 120 ] || { echo "SuperLink did not come up; log:" >&2; tail -20 "$T/superlink.log" >&2; exit 1; }
@@ -203,7 +279,8 @@ for k in $(seq 0 $((K - 1))); do NODES+=("$(register "agent_$k")"); done
 echo "registered $K SuperNode public keys: node ids ${NODES[*]}"
 
 # --- 4. the app project (pfwcp_nb.federation.deploy.write_app_project, as in notebook 10g_federation_deploy)
-# agent-max-n: the n the operator agreed with each agent (here: the size of each agent's data file)
+# agent-max-n: the n the operator agreed with each agent (here: the size of each agent's data file); score-range: the
+# range of the scores, which must be named (the toy federation's |y - 0.9 sum X| lie below 2: 0 10); agg-cap: its default
 APP_KIND=calibration; [ "$PIPELINE" = 0 ] || APP_KIND=pipeline
 if [ "$PIPELINE" = 1 ]; then
   # the pipeline's app (pfwcp_nb.federation.deploy.write_pipeline_app_project): gaussian, the training schedule, MC;
@@ -213,6 +290,7 @@ if [ "$PIPELINE" = 1 ]; then
   python -c 'import sys; from pfwcp_nb.federation.deploy import write_pipeline_app_project
 write_pipeline_app_project(sys.argv[1], {"dataset": "gaussian", "agent-nodes": sys.argv[2], "out": sys.argv[3],
                                          "train-kw": sys.argv[4], "node-timeout": 300.0, "round-timeout": 300.0,
+                                         "score-range": "0 100",   # gaussian: labels within about +-15, predictions near them
                                          "agent-max-n": " ".join([sys.argv[5]] * len(sys.argv[2].split())),
                                          "agent-max-train": " ".join([sys.argv[6]] * len(sys.argv[2].split()))})' \
     "$T/app" "${NODES[*]}" "$OUT" "$TRAIN_KW" "$NCAL" "$NTRAIN"
@@ -227,37 +305,73 @@ else
   read -r N1 _ <<< "$NS"
   python -c 'import sys; from pfwcp_nb.federation.deploy import write_app_project
 write_app_project(sys.argv[1], {"test-weights": sys.argv[2], "out": sys.argv[3], "node-timeout": 300.0,
-                                "agent-nodes": sys.argv[4], "agent-max-n": sys.argv[5]})' \
+                                "agent-nodes": sys.argv[4], "agent-max-n": sys.argv[5],
+                                "score-range": "0 10"})' \
     "$T/app" "$T/data/test_weights.npy" "$OUT" "${NODES[*]}" "$NS"
 fi
 
-# --- 5. one SuperNode per agent (separate processes, through the proxy), plus an unregistered one with --rogue
+# --- 5. one SuperNode per agent (separate processes, through the proxy), plus an unregistered one with --rogue.
+# Flower's SuperNode exits after 5 failed connection tries in a row (exit code 305; e.g. while the proxy is flooded):
+# an agent's SuperNode runs in a restart loop (`keep_up`, what systemd's Restart=on-failure does: docs/deploy.md);
+# the rogue's does not. Each binds its own Runtime API port, picked just before (`settle_supernode`: another if taken).
 if [ "$WAITS" = backoff ]; then SUPERNODE=(python -m pfwcp_nb.federation.supernode); else SUPERNODE=(flower-supernode); fi
-start_supernode() {  # name port node-config [more flags]
-  local name="$1" port="$2" cfg="$3"; shift 3
+keep_up() {  # LOG CMD...: CMD, and again 3 s after it exits with an error (at most 20 times), except when its port was
+             # taken (then `settle_supernode` starts it on another); TERM stops it and CMD
+  local log="$1" n=0 child="" at; shift
+  trap '[ -z "$child" ] || kill "$child" 2>/dev/null; exit 0' TERM
+  while :; do
+    at=$(stat -c %s "$log")
+    "$@" >> "$log" 2>&1 &
+    child=$!
+    if wait "$child"; then exit 0; fi
+    if tail -c +$((at + 1)) "$log" | grep -qi "address already in use"; then exit 98; fi
+    n=$((n + 1)); [ "$n" -le 20 ] || exit 1
+    echo "flower_deploy.sh: the SuperNode exited; restart $n of 20 in 3 s" >> "$log"
+    sleep 3
+  done
+}
+declare -A SN_PID SN_PORT RES_PID
+launch_supernode() {  # name restart(0|1) node-config [more flags]: its SuperNode on a fresh port, and its resident agent
+  local name="$1" restart="$2" cfg="$3" log="$T/supernode_$1.log"; shift 3
+  fresh_port; SN_PORT[$name]=$PORT
+  local cmd=("${SUPERNODE[@]}" --superlink "$FLEET" --root-certificates "$T/certs/ca.crt" --port "$PORT" \
+    --auth-supernode-private-key "$T/keys/$name" --node-config "$cfg")
   if [ "$ISOLATION" = process ]; then
-    python -c 'import secrets, sys; open(sys.argv[1], "wb").write(secrets.token_bytes(32))' "$T/keys/$name.secret"
-    chmod 600 "$T/keys/$name.secret"
-    "${SUPERNODE[@]}" --superlink "$FLEET" --root-certificates "$T/certs/ca.crt" --port "$port" \
-      --auth-supernode-private-key "$T/keys/$name" --node-config "$cfg" --isolation process \
-      --superexec-auth-secret-file "$T/keys/$name.secret" --ssl-certfile "$T/certs/server.pem" \
-      --ssl-keyfile "$T/certs/server.key" --ssl-ca-certfile "$T/certs/ca.crt" "$@" > "$T/supernode_$name.log" 2>&1 &
-    PIDS+=($!)
-    python -m pfwcp_nb.federation.resident --runtime-api-address "127.0.0.1:$port" --secret-file "$T/keys/$name.secret" \
+    if [ ! -f "$T/keys/$name.secret" ]; then
+      python -c 'import secrets, sys; open(sys.argv[1], "wb").write(secrets.token_bytes(32))' "$T/keys/$name.secret"
+      chmod 600 "$T/keys/$name.secret"
+    fi
+    cmd+=(--isolation process --superexec-auth-secret-file "$T/keys/$name.secret" --ssl-certfile "$T/certs/server.pem" \
+      --ssl-keyfile "$T/certs/server.key" --ssl-ca-certfile "$T/certs/ca.crt")
+  fi
+  cmd+=("$@")
+  : > "$log"
+  if [ "$restart" = 1 ]; then keep_up "$log" "${cmd[@]}" & else "${cmd[@]}" >> "$log" 2>&1 & fi
+  SN_PID[$name]=$!; PIDS+=($!)
+  if [ "$ISOLATION" = process ]; then
+    python -m pfwcp_nb.federation.resident --runtime-api-address "127.0.0.1:$PORT" --secret-file "$T/keys/$name.secret" \
       --root-certificates "$T/certs/ca.crt" --app "$APP_KIND" --log "$T/agent_$name.jsonl" > "$T/resident_$name.log" 2>&1 &
-    PIDS+=($!)
-  else
-    "${SUPERNODE[@]}" --superlink "$FLEET" --root-certificates "$T/certs/ca.crt" --port "$port" \
-      --auth-supernode-private-key "$T/keys/$name" --node-config "$cfg" "$@" > "$T/supernode_$name.log" 2>&1 &
-    PIDS+=($!)
+    RES_PID[$name]=$!; PIDS+=($!)
   fi
 }
-for k in $(seq 0 $((K - 1))); do
-  start_supernode "agent_$k" "${PORTS[$((k + 2))]}" "partition-id=$k data-path=\"$T/data/agent_$k.npz\" policy-n1=$N1$POLICY"
-done
-if [ "$ROGUE" = 1 ]; then
-  start_supernode rogue "${PORTS[$((K + 2))]}" "partition-id=0 data-path=\"$T/data/agent_0.npz\""
-fi
+settle_supernode() {  # the same arguments: waits until its SuperNode holds its port; one that found it taken starts again
+  local name="$1" restart="$2" try rc
+  for try in 1 2 3 4 5; do
+    rc=0; holds_port "${SN_PID[$name]}" "${SN_PORT[$name]}" "$T/supernode_$name.log" || rc=$?
+    [ "$rc" = 0 ] || { [ "$rc" = 1 ] && [ "$restart" = 0 ]; } && return 0   # the rogue may have been refused and gone
+    [ "$rc" = 2 ] || { echo "SuperNode $name did not start; its log:" >&2; tail -20 "$T/supernode_$name.log" >&2; exit 1; }
+    echo "SuperNode $name: port ${SN_PORT[$name]} was taken after it was picked; starting it on another" >&2
+    [ -z "${RES_PID[$name]:-}" ] || kill "${RES_PID[$name]}" 2>/dev/null || true
+    launch_supernode "$@"
+  done
+  echo "SuperNode $name: five picked ports in a row were taken; giving up" >&2; exit 1
+}
+start_supernode() { launch_supernode "$@"; settle_supernode "$@"; }   # the same arguments
+agent_cfg() { echo "partition-id=$1 data-path=\"$T/data/agent_$1.npz\" policy-n1=$N1$POLICY"; }
+for k in $(seq 0 $((K - 1))); do launch_supernode "agent_$k" 1 "$(agent_cfg "$k")"; done
+[ "$ROGUE" = 0 ] || launch_supernode rogue 0 "partition-id=0 data-path=\"$T/data/agent_0.npz\""
+for k in $(seq 0 $((K - 1))); do settle_supernode "agent_$k" 1 "$(agent_cfg "$k")"; done
+[ "$ROGUE" = 0 ] || settle_supernode rogue 0 "partition-id=0 data-path=\"$T/data/agent_0.npz\""
 echo "started $K SuperNodes$([ "$ROGUE" = 1 ] && echo ' and 1 unregistered one')"
 
 # --- 6. the run (operator, loopback): summaries, Procedure 1, PFWCP and osPFWCP for MC and CCC
@@ -359,9 +473,9 @@ if [ "$FOREIGN" = 1 ]; then
   # accepting only apps signed by its trusted publisher (Flower's --trusted-entities)
   GUARDED="$(register guarded)"
   if [ "$ISOLATION" = process ]; then
-    start_supernode guarded "${PORTS[$((K + 3))]}" "partition-id=0 data-path=\"$T/data/agent_0.npz\"$POLICY"
+    start_supernode guarded 1 "partition-id=0 data-path=\"$T/data/agent_0.npz\"$POLICY"
   else
-    start_supernode guarded "${PORTS[$((K + 3))]}" "partition-id=0 data-path=\"$T/data/agent_0.npz\"" \
+    start_supernode guarded 1 "partition-id=0 data-path=\"$T/data/agent_0.npz\"" \
       --trusted-entities "$T/keys/trusted_entities.yaml"
   fi
   (cd "$T/foreign" && flwr run . pfwcp --stream --run-config "target-node=\"$GUARDED\"") > "$T/foreign_run.log" 2>&1 \

@@ -33,6 +33,8 @@ def command_lines(text):
         line = line.split(" #")[0].strip().lstrip("(").strip()
         line = re.sub(r"^cd \S+ && ", "", line)
         line = re.sub(r"^start_supernode ", "flower-supernode ", line)     # the script's wrapper (its extra flags)
+        line = re.sub(r"^local cmd=\(|^cmd\+=\(", '"${SUPERNODE[@]}" ', line)    # the script's SuperNode command, built
+        line = re.sub(r'^serve ("[^"]*"|\S+) \S+ ', "", line)                # the script's port-taking start of a server
         line = re.sub(r'^"\$\{SUPERNODE\[@\]\}" ', "flower-supernode ", line)  # the script's SuperNode command
         if line.startswith(LAUNCHER):
             line = "flower-supernode" + re.sub(LAUNCHER_FLAGS, "", line[len(LAUNCHER):] + " ")
@@ -86,10 +88,16 @@ def test_the_superlink_stays_on_loopback_and_agents_get_the_fleet_proxy():
 
 def test_the_notes_cover_certificate_keys_control_api_and_policy():
     for needed in ("make_tls_files", "link.example.org", "ssh-keygen -t ecdsa -b 384", "flwr supernode register",
-                   "--format json", "agent-nodes", "Control API", "--trusted-entities", "policy-max-test-weights",
-                   "order statistic", "Flower Hub", "agent-max-n", "score-range", "policy-n1", "weight_above",
-                   "TIMESTAMP_TOLERANCE", "push-messages", "pull-object", "not robust"):
+                   "--format json", "agent-nodes", "Control API", "policy-max-test-weights", "agent-max-n", "score-range",
+                   "policy-n1", "LimitNOFILE", "Restart=on-failure", "handshake_timeout", "open_file_budget", "unbounded",
+                   "agg-cap", "weight-range"):
         assert needed in DEPLOY, needed
+    # who can learn what: the server, the operator, another agent, the network; the calibration and the pipeline app
+    WHO = section(README, "Who can learn what")
+    for needed in ("order statistic", "Flower Hub", "--trusted-entities", "weight_above", "TIMESTAMP_TOLERANCE",
+                   "push-messages", "pull-object", "not robust", "the operator", "another agent", "without TLS",
+                   "The pipeline app", "(privacy.md)", "attack_one_liar.py --table"):
+        assert needed in WHO, needed
 
 
 def test_python_one_liners_in_the_notes_call_real_functions():

@@ -288,10 +288,10 @@ def _deployment(tmp_path, seed=6, K=3, m=7):
 
 
 def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path):
-    "A hand-written app config with test-weights and out only: alpha, delta, node-timeout take their defaults."
+    "A hand-written app config with the required keys and a named score range: the rest take their defaults."
     scores, weights, tw, grid = _deployment(tmp_path)
     rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
-          "agent-max-n": "30 30 30"}
+          "agent-max-n": "30 30 30", "score-range": "unbounded"}      # agg-cap 2 (the default) binds no one of K = 3
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         deploy.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
@@ -320,14 +320,14 @@ def test_run_config_bad_keys_are_named(rc, match):
 
 def test_every_run_config_key_has_a_default_or_is_required_and_documented():
     assert set(deploy.RUN_CONFIG) == {"alpha", "delta", "node-timeout", "test-weights", "out", "agent-nodes", "agent-max-n",
-                                      "score-range", "weight-range"}
+                                      "score-range", "weight-range", "agg-cap"}
     assert all(isinstance(what, str) and what for _, what in deploy.RUN_CONFIG.values())
     assert deploy.run_config_values({"test-weights": "a", "out": "b", "agent-nodes": "3", "agent-max-n": "9"})["node-timeout"] == 120.0
 
 
 def test_written_app_project_is_the_one_flwr_run_reads(tmp_path):
     rc = {"test-weights": str(tmp_path / 'we"ird path' / "tw.npy"), "out": "q.npz", "node-timeout": 300,
-          "agent-nodes": "5 6", "agent-max-n": "40 40"}
+          "agent-nodes": "5 6", "agent-max-n": "40 40", "score-range": "0 10"}
     p = deploy.write_app_project(tmp_path / "app", rc)
     app = tomli.loads(p.read_text())
     assert app["tool"]["flwr"]["app"]["components"] == {"serverapp": "pfwcp_nb.federation.deploy:server_app",
@@ -545,7 +545,7 @@ def test_one_malicious_agent_cannot_claim_a_larger_n_than_the_operator_agreed(ta
 def test_deployed_main_refuses_an_agent_above_its_configured_n_and_a_bad_score_range(task_identity, tmp_path):
     scores, weights, tw, grid = _deployment(tmp_path)
     rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
-          "agent-max-n": "30 30 20"}
+          "agent-max-n": "30 30 20", "score-range": "unbounded"}
     ctx = lambda rc: Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc)
     with warnings.catch_warnings():     # agent 2 claims more points than agreed: left out, the others calibrate
         warnings.simplefilter("ignore")

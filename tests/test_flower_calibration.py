@@ -143,7 +143,7 @@ def test_deployed_main_writes_the_runs_and_the_log(task_identity, tmp_path):
     scores, weights, tw = federation()
     np.save(tmp_path / "tw.npy", tw)
     rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
-          "agent-max-n": "40 40 40", "node-timeout": 0.2}
+          "agent-max-n": "40 40 40", "node-timeout": 0.2, "score-range": "unbounded"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         deploy.deployed_main(FleetGrid(app_for(scores, weights), offline={8}),
@@ -291,3 +291,85 @@ def test_the_liar_script_refuses_more_liars_than_it_has():
     r = subprocess.run([sys.executable, str(root / "studies" / "redteam" / "attack_one_liar.py"), "--liars", "3"],
                        capture_output=True, text=True, cwd=root)
     assert r.returncode == 2 and "usage:" in r.stderr and "--liars" in r.stderr
+
+
+# ---------------------------------------------------------------- safe by default (outside red team): the deployed apps'
+# run config names a finite score range, and the robust aggregation is on
+def test_deployed_main_refuses_to_start_without_a_named_finite_score_range_or_with_a_bad_check(task_identity, tmp_path):
+    scores, weights, tw = federation()
+    np.save(tmp_path / "tw.npy", tw)
+    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
+          "agent-max-n": "40 40 40"}
+    untouched = FleetGrid(None, absent=set(NODES))                     # no agent is asked anything
+    ctx = lambda **kw: Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={**rc, **kw})
+    for kw, match in [({}, "`score-range` is not set; state the label range"),
+                      ({"score-range": "0 inf"}, "an infinite range is agreed only by its name"),
+                      ({"score-range": "0 20", "agg-cap": -1.0}, "`agg-cap` must be a finite number >= 0"),
+                      ({"score-range": "0 20", "agg-cap": "off"}, "`agg-cap` must be a finite number >= 0"),
+                      ({"score-range": "0 20", "weight-range": "0 1"}, "`weight-range`")]:
+        with pytest.raises(ValueError, match=match):
+            deploy.deployed_main(untouched, ctx(**kw))
+        with pytest.raises(ValueError, match=match):
+            deploy.app_pyproject({**rc, **kw})
+    assert not (tmp_path / "q.npz").exists()
+
+
+def test_the_robust_aggregation_is_on_by_default_and_off_only_by_name(task_identity, tmp_path):
+    # K = 11: agent 5 has weights 1 (n_eff = n), the others heavy-tailed ones (small n_eff): agg-cap 2 binds it
+    rng = np.random.default_rng(0)
+    K, n, nodes = 11, 40, list(range(20, 31))
+    scores = [rng.gamma(2.0, size=n) for _ in range(K)]
+    weights = [np.ones(n)] + [rng.lognormal(0, 2.0, size=n) for _ in range(K - 1)]
+    weights[5] = np.ones(n)
+    tw = rng.lognormal(0, 1, size=(50, K)); tw[:, 0] = 1.0
+    np.save(tmp_path / "tw.npy", tw)
+    agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+    capped = capped_agg_weights([a.summary() for a in agents], deploy.AGG_CAP)
+    assert capped[5] < agents[5].summary().n_eff / sum(a.summary().n_eff for a in agents)     # the cap binds agent 5
+    rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": " ".join(map(str, nodes)),
+          "agent-max-n": " ".join([str(n)] * K), "score-range": "0 50"}
+    got = []
+    for extra, kw in [({}, {"agg_weights": capped}), ({"agg-cap": 0}, {})]:
+        grid = FleetGrid(app_for(scores, weights), nodes=nodes)            # fresh query budgets for each run
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            deploy.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                                               run_config={**rc, **extra}))
+            ref = PFWCP(0.1, **kw).calibrate(agents).threshold(tw)
+        got.append(np.load(tmp_path / "q.npz")["pfwcp-mc"])
+        np.testing.assert_array_equal(got[-1], ref)
+    assert not np.array_equal(got[0], got[1])                               # the default is not the uncapped run
+
+
+@pytest.mark.slow
+def test_the_liar_script_measures_the_deployed_defaults_at_any_K(tmp_path):
+    # its smallest run: one seed, K = 3; the deployed defaults' rows (agg-cap 2, the default weight range, a named
+    # finite score range) beside the honest federation at the same defaults, and their table
+    root = Path(__file__).resolve().parents[1]
+    script = str(root / "studies" / "redteam" / "attack_one_liar.py")
+    r = subprocess.run([sys.executable, script, "--seeds", "1", "--K", "3", "--out", str(tmp_path / "o.json")],
+                       capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "o.json").read_text())
+    assert (d["K"], d["liars"], d["command"]) == (3, [1], "python studies/redteam/attack_one_liar.py --seeds 1 --K 3")
+    assert {f"deployed/{sg}/pfwcp-mc" for sg in ("inf", "zero", "up")} | {"honest+cap2/-/pfwcp-mc"} <= set(d["table"])
+    r = subprocess.run([sys.executable, script, "--table", str(tmp_path / "o.json")], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0 and r.stdout.count("\n| 3 | 1 | ") == 4, r.stdout + r.stderr
+
+
+def test_the_liar_script_refuses_a_federation_without_two_other_agents():
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "studies" / "redteam" / "attack_one_liar.py"), "--K", "2"],
+                       capture_output=True, text=True, cwd=root)
+    assert r.returncode == 2 and "--K" in r.stderr
+
+
+def test_the_honest_mean_weight_study_prints_its_stored_table_and_refuses_bad_arguments():
+    root = Path(__file__).resolve().parents[1]
+    script = [sys.executable, str(root / "studies" / "redteam" / "honest_mean_weight.py")]
+    stored = root / "results" / "flower_pipeline" / "honest_mean_weight.json"
+    r = subprocess.run(script + ["--table", str(stored)], capture_output=True, text=True, cwd=root)
+    d = json.loads(stored.read_text())
+    assert r.returncode == 0 and r.stdout.count("| estimated |") == len(d["datasets"]), r.stdout + r.stderr
+    r = subprocess.run(script + ["--draws", "0"], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 2 and "usage:" in r.stderr

@@ -53,10 +53,14 @@ def idle(port, n):
 
 
 def closed(sock, wait=20.0) -> bool:
-    "Whether the server closed the connection within `wait` seconds (recv returns b'' or the connection resets)."
-    sock.settimeout(wait)
+    "Whether the server closed the connection within `wait` seconds (recv returns b'' or the connection resets), data before it read and dropped."
+    end = time.monotonic() + wait
     try:
-        return sock.recv(1024) == b""
+        while (left := end - time.monotonic()) > 0:
+            sock.settimeout(left)
+            if sock.recv(65536) == b"":
+                return True
+        return False
     except ConnectionResetError:
         return True
     except socket.timeout:

@@ -20,7 +20,7 @@ from pfwcp_nb.federation.protocol import PIPE, _pipe
 from pfwcp_nb.federation.plan import TaskPlan, _settings, initial_networks, plan_tasks
 from pfwcp_nb.federation.agreement import TrainingAgreement, agreed_policy
 from pfwcp_nb.federation.agent import _check_orders, agent_query, agent_train, pipeline_client_app
-from pfwcp_nb.federation.deploy import deployed_pipeline, pipeline_client, write_node_data
+from pfwcp_nb.federation.deploy import AGG_CAP, deployed_pipeline, pipeline_client, pipeline_run_config, write_node_data
 from pfwcp_nb.federation.simulation import federation_data, simulate_pipeline
 from pfwcp_nb.federation.training import PipelineConfig, pipeline_server
 from pfwcp_nb.query_policy import QueryRefused
@@ -387,7 +387,8 @@ def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path,
     grid = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k]), **agreed})
     out = tmp_path / "out.npz"
     rc = {"dataset": "gaussian", "agent-nodes": "100 101 102", "train-kw": json.dumps(TK), "out": str(out),
-          "agent-max-train": " ".join([str(SIZES["n_train"])] * K), "agent-max-n": " ".join([str(SIZES["n_cal"])] * K)}
+          "agent-max-train": " ".join([str(SIZES["n_train"])] * K), "agent-max-n": " ".join([str(SIZES["n_cal"])] * K),
+          "score-range": "0 100"}      # gaussian: labels within about +-15, predictions near them
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         deployed_pipeline(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
@@ -422,6 +423,31 @@ def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path,
         assert z["agents"].tolist() == [0, 1]
     assert any(e.startswith("summaries: agent 2 sent an invalid answer") and "above the operator's cap 10" in e
                for e in summary["events"])
+    # the weight range in the pipeline's summary checks (as the calibration app's): agents 1 and 2 report a mean weight
+    # W/n below the range agreed here, so their summaries are refused and the calibration is over agent 0 alone
+    ranged = InProcessGrid(pipeline_client, K, node_config=lambda k: {"data-path": str(paths[k]), **agreed,
+                                                                      "pipeline-runs": 3})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        deployed_pipeline(ranged, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                                          run_config={**rc, "weight-range": "1e3 1e6"}))
+    with np.load(out) as z:
+        summary = json.loads(str(z["summary"]))
+        assert z["agents"].tolist() == [0]
+    assert sum("outside the agreed range of n x the mean weight" in e for e in summary["events"]) == 2
+
+
+def test_the_pipeline_app_names_its_score_range_and_checks_its_keys():
+    rc = {"dataset": "gaussian", "agent-nodes": "1 2 3", "out": "x.npz"}
+    with pytest.raises(ValueError, match="the dataset is a regression: state the label range"):
+        pipeline_run_config(rc)                                  # a regression must name its score range
+    with pytest.raises(ValueError, match="an infinite range is agreed only by its name"):
+        pipeline_run_config({**rc, "score-range": "0 inf"})
+    assert pipeline_run_config({**rc, "score-range": "unbounded"})["score-range"] == "unbounded"
+    assert pipeline_run_config({**rc, "dataset": "cifar10c"})["agg-cap"] == AGG_CAP   # classification: (0, 1) by its task
+    for key, bad in [("agg-cap", "x"), ("agg-cap", float("inf")), ("weight-range", "2 1"), ("weight-range", "0 5")]:
+        with pytest.raises(ValueError, match=f"`{key}`"):
+            pipeline_run_config({**rc, "score-range": "0 50", key: bad})
 
 
 # ---- the red team's attacks (a curious server; a malicious agent): each one refused, or the agent left out

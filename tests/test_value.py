@@ -162,13 +162,15 @@ def test_benchmark_script_usage_and_tables():
     assert r.returncode == 0 and r.stdout.startswith("| target |"), r.stderr
 
 
-def held_out_evidence(seed, K=6, n=300, right=True, clipped=()):
-    "The evidence of `federation`'s ratios from n held-out covariates per agent: true log-ratios, zeros (`right=False`), or at the clip."
+def held_out_evidence(seed, K=6, n=300, right=True, clipped=(), noise=0.0):
+    """The evidence of `federation`'s ratios from n held-out covariates per agent: true log-ratios, zeros (`right=False`),
+    or at the clip; `noise`: their measured log-ratio noise (None: not measured)."""
     r = np.random.default_rng(seed)
     xs = [r.normal(k / 2, 1, n) for k in range(K)]
     lw = [None] + [np.full(n, 13.8) if k in clipped else (-x * k / 2 + (k / 2) ** 2 / 2) if right else np.zeros(n)
                    for k, x in enumerate(xs[1:], start=1)]
-    return ratio_evidence([balance_sums(x[:, None], l, log_bound=13.8) for x, l in zip(xs, lw)])
+    return ratio_evidence([balance_sums(x[:, None], l, log_bound=13.8) for x, l in zip(xs, lw)],
+                          log_noise=None if noise is None else np.r_[0.0, np.full(K - 1, noise)])
 
 
 def test_evidence_gate_keeps_local_cp_when_the_ratios_ignore_the_shift():
@@ -191,6 +193,23 @@ def test_evidence_gate_ccc_with_true_ratios():
         cov.append(cond_coverage(sel.threshold(Wt), xt))
     ok = np.mean(np.array(cov) >= 0.9)
     assert fed > 0 and ok >= 0.9 - 2 * np.sqrt(0.09 / len(cov)), (fed, ok)
+
+
+def test_uncertified_evidence_keeps_the_leave_one_out_check():
+    "Balanced but noisy (or unmeasured) ratios: the federated half must also pass the check, as without evidence."
+    seen = 0
+    for seed in range(6):
+        agents, s0, W, Wt, xt = federation(500 + seed)
+        for noise in (None, 1.0):
+            ev = held_out_evidence(seed, noise=noise)
+            assert not ev.certified
+            if not ev.federate:                          # the balance test's false alarm (about 5 % per agent)
+                continue
+            seen += 1
+            with_ev = CPOrPooled(0.1, 0.1, check="evidence").calibrate(agents, s0, W, ev).chosen_
+            loo = CPOrPooled(0.1, 0.1, check="loo").calibrate(agents, s0, W).chosen_
+            assert with_ev == loo or with_ev == "CP"
+    assert seen >= 6
 
 
 def test_agents_left_out_by_the_evidence_are_not_asked():
@@ -229,3 +248,20 @@ def test_evidence_bad_input():
         CPOrPooled(0.1, 0.1, check=True)
     with pytest.raises(ValueError, match="`keep` must be increasing"):
         OnAgents(LocalCP(), [1, 2], 6)
+
+
+def test_scarce_test_agent_with_certified_ratios_gets_ospfwcp():
+    "Local CP is the whole line (CCC, n_1 = 10): certified ratios -> osPFWCP on the precise agents; unmeasured noise -> PFWCP."
+    from pfwcp_nb.oneshot import OneShotPFWCP
+    agents, s0, W, Wt, xt = federation(8)
+    small = [AgentCalibration(s0[:10])] + agents[1:]
+    ev = held_out_evidence(8)
+    if not ev.certified:
+        pytest.skip("the balance test's false alarm on this seed")
+    model, regime = calibrate_recommended(small, 0.1, 0.1, own_scores=s0[:10], own_weights=W[:10], evidence=ev)
+    inner = model.model if isinstance(model, OnAgents) else model
+    assert regime.method == "osPFWCP" and isinstance(inner, OneShotPFWCP)
+    assert np.isfinite(model.threshold(Wt)).mean() > 0.9
+    model, regime = calibrate_recommended(small, 0.1, 0.1, own_scores=s0[:10], own_weights=W[:10],
+                                          evidence=held_out_evidence(8, noise=None))
+    assert regime.method == "PFWCP"

@@ -4,10 +4,10 @@
 
 # %% ../../nbs/10g_federation_deploy.ipynb #62b311a7
 from __future__ import annotations
-import json, logging, os, time
+import json, logging, math, os, time
 from pathlib import Path
 import numpy as np
-from .protocol import PROTOCOLS, MAX_JSON_CHARS, check_score_range, check_weight_range
+from .protocol import PROTOCOLS, MAX_JSON_CHARS, SCORE_RANGE, check_score_range, check_weight_range, score_range_for
 from .protocol import _load as load_array
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.serverapp import Grid, ServerApp
@@ -15,6 +15,7 @@ import flwr.superlink.grid.http_grid as http_grid
 import tomli_w   # Flower's own TOML writer (a dependency of flwr)
 from ..pfwcp import AgentCalibration
 from ..query_policy import QueryPolicy
+from ..data import TASKS
 from .agreement import TrainingAgreement
 from .agent import AgentData, agent_client_app, pipeline_client_app
 from .server import PipelineResult, calibrate_federation
@@ -23,15 +24,20 @@ from .supernode import quick_object_pulls
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['RUN_CONFIG', 'NODE_CONFIG', 'PACKED', 'client_app', 'server_app', 'PIPELINE_RUN_CONFIG', 'PIPELINE_NODE_CONFIG',
-           'pipeline_client', 'pipeline_server_app', 'agent_nodes', 'agent_max_n', 'range_value', 'score_range_value',
-           'config_values', 'run_config_values', 'app_pyproject', 'write_app_project', 'node_config_values',
-           'load_node_agent', 'node_policy', 'load_node_policy', 'pack_content', 'unpack_content', 'packing_mod',
-           'PollingGrid', 'save_runs', 'deployed_main', 'server_main', 'pipeline_run_config', 'save_result',
-           'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
-           'pipeline_server_main', 'pipeline_app_pyproject', 'write_pipeline_app_project']
+__all__ = ['AGG_CAP', 'UNBOUNDED', 'RUN_CONFIG', 'NODE_CONFIG', 'PACKED', 'client_app', 'server_app', 'PIPELINE_RUN_CONFIG',
+           'PIPELINE_NODE_CONFIG', 'pipeline_client', 'pipeline_server_app', 'agent_nodes', 'agent_max_n',
+           'range_value', 'score_range_value', 'agg_cap_value', 'run_checks', 'config_values', 'run_config_values',
+           'app_pyproject', 'write_app_project', 'node_config_values', 'load_node_agent', 'node_policy',
+           'load_node_policy', 'pack_content', 'unpack_content', 'packing_mod', 'PollingGrid', 'save_runs',
+           'deployed_main', 'server_main', 'pipeline_run_config', 'save_result', 'write_node_data',
+           'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline', 'pipeline_server_main',
+           'pipeline_app_pyproject', 'write_pipeline_app_project']
 
 # %% ../../nbs/10g_federation_deploy.ipynb #ee2f9ce8
+AGG_CAP = 2.0   # the deployed apps' robust aggregation: an agent's n_eff counts at most twice the others' median (studies/robust_cap)
+
+UNBOUNDED = "unbounded"   # the one way to agree the infinite score range (0, inf) in a run config
+
 RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
     "alpha": (0.1, "miscoverage level α of all four runs"),
     "delta": (0.1, "δ of the CCC runs (the MC runs use delta=None)"),
@@ -43,8 +49,11 @@ RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
                           "each): the server talks to these nodes only, node i is agent i whatever its replies say"),
     "agent-max-n": (None, "the largest n each agent may report, space-separated, agent 0 first (agreed with each agent): a "
                           "summary above it is refused, so no agent can claim the aggregation weight of a larger one"),
-    "score-range": ("0 inf", "low and high of the non-conformity scores (0 inf: |y - yhat|; 0 1: 1 - p of a classifier): "
-                             "a quantile outside it is refused"),
+    "score-range": ("", "low and high of the non-conformity scores, to be named: '0 1' for 1 - p of a classifier, '0 H' for "
+                        "|y - yhat| with labels and predictions in an agreed range of width H, or 'unbounded' for (0, inf) "
+                        "(a liar's quantiles then move the thresholds without bound); a quantile outside it is refused"),
+    "agg-cap": (AGG_CAP, "the robust aggregation: an agent's n_eff counts at most agg-cap x the median of the others' "
+                         "(server.capped_agg_weights), so one agent that claims n_eff = n cannot outweigh the rest; 0: off"),
     "weight-range": ("1e-6 1e6", "low and high of the other agents' mean calibration weight W/n (a density ratio has mean 1 "
                                  "under its agent; 1e-6 1e6: a ratio clipped as density_ratio clips it): a summary outside "
                                  "it is refused, so no agent can claim a weight total that excuses +inf everywhere"),
@@ -80,12 +89,50 @@ def range_value(value, # a run_config value "low high"
     try:
         return check(parts if len(parts) == 2 else None)
     except ValueError as e:
-        raise ValueError(f"run_config `{key}` must be 'low high' (e.g. '0 inf', '0 1' for score-range), got {value!r}: {e}") from None
+        raise ValueError(f"run_config `{key}` must be 'low high' (e.g. '0 1' for score-range, '0.5 2' for weight-range), "
+                         f"got {value!r}: {e}") from None
 
-def score_range_value(value, # run_config['score-range']: "low high"
+# %% ../../nbs/10g_federation_deploy.ipynb #f7601b95
+def score_range_value(value, # run_config['score-range']: "low high", or "unbounded"
+                      task: str | None = None, # the run's task when known (the pipeline app's dataset): "classification" or "regression"
                      ) -> tuple:
-    "The protocol's score range from the run config; ValueError naming the key."
-    return range_value(value, "score-range", check_score_range)
+    """The agreed score range from the run config. It must be named: 'low high' with a finite high, or the word
+    'unbounded' for (0, inf); left empty, (0, 1) for a classification (its score 1 - p), else a ValueError naming the key."""
+    v = str(value).strip()
+    if v == UNBOUNDED:
+        return SCORE_RANGE
+    if not v and task == "classification":
+        return score_range_for("classification")
+    what = f"the dataset is a {task}: " if task else ""
+    state = ("state the label range: '0 H' for |y - yhat| when the labels and the predictions lie in an agreed range of "
+             "width H (score_range_for('regression', (low, high))); '0 1' for 1 - p of a classifier; or 'unbounded' for "
+             "(0, inf), knowing that one agent's quantiles can then move the thresholds without bound.")
+    if not v:
+        raise ValueError(f"run_config `score-range` is not set; {what}{state}")
+    lo, hi = range_value(v, "score-range", check_score_range)
+    if not math.isfinite(hi):
+        raise ValueError(f"run_config `score-range` = {value!r} is unbounded; an infinite range is agreed only by its name: {state}")
+    return lo, hi
+
+# %% ../../nbs/10g_federation_deploy.ipynb #f7601b97
+def agg_cap_value(value, # run_config['agg-cap']: a number >= 0
+                 ) -> float | None: # the cap, or None (0: off)
+    "The robust aggregation's cap from the run config: a finite number > 0, or 0 to turn it off; ValueError naming the key."
+    try:
+        cap = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        cap = math.nan
+    if not (math.isfinite(cap) and cap >= 0):
+        raise ValueError(f"run_config `agg-cap` must be a finite number >= 0 (0: off; default {AGG_CAP:g}, "
+                         f"studies/robust_cap), got {value!r}.")
+    return cap or None
+
+def run_checks(c: dict, # a run config's values (`run_config_values`, `pipeline_run_config`)
+               task: str | None = None, # the run's task when known (`score_range_value`)
+              ) -> dict: # `server.calibration_checks`'s arguments: score_range, weight_range, agg_cap
+    "The server's checks the run config sets, each checked; ValueError naming the key."
+    return dict(score_range=score_range_value(c["score-range"], task), agg_cap=agg_cap_value(c["agg-cap"]),
+                weight_range=range_value(c["weight-range"], "weight-range", check_weight_range))
 
 # %% ../../nbs/10g_federation_deploy.ipynb #5d6b7b4e
 def config_values(config, # a Flower run_config / node_config (or any mapping)
@@ -113,6 +160,8 @@ def app_pyproject(run_config: dict, # run_config keys (test-weights and out requ
                   name: str = "pfwcp-deploy", # the Flower app's project name
                  ) -> str: # the text of the app's pyproject.toml
     "pyproject.toml of a Flower app project whose components are `pfwcp_nb.federation.deploy`'s calibration apps."
+    c = run_config_values(run_config)
+    run_checks(c)                                          # a project that cannot run is refused when written
     project = {
         "build-system": {"requires": ["hatchling"], "build-backend": "hatchling.build"},
         "project": {"name": name, "version": "1.0.0", "license": "Apache-2.0",
@@ -122,8 +171,7 @@ def app_pyproject(run_config: dict, # run_config keys (test-weights and out requ
                  "flwr": {"app": {"publisher": "pfwcp-nb",
                                   "components": {"serverapp": "pfwcp_nb.federation.deploy:server_app",
                                                  "clientapp": "pfwcp_nb.federation.deploy:client_app"},
-                                  "config": {k: v if isinstance(v, str) else float(v)
-                                             for k, v in run_config_values(run_config).items()}}}}}
+                                  "config": {k: v if isinstance(v, str) else float(v) for k, v in c.items()}}}}}
     return tomli_w.dumps(project)
 
 def write_app_project(folder, # the app project's folder (created if needed)
@@ -308,12 +356,12 @@ def deployed_main(grid: Grid, context: Context) -> None:
     if tw.ndim != 2 or tw.shape[1] != len(nodes):
         raise ValueError(f"run_config test-weights has shape {tw.shape}; `agent-nodes` names K={len(nodes)} agents, "
                          f"so it must be (m, {len(nodes)}).")
-    caps, sr = agent_max_n(c["agent-max-n"], len(nodes)), score_range_value(c["score-range"])
-    wr = range_value(c["weight-range"], "weight-range", check_weight_range)
-    runs = {f"{me}-{cr}": dict(method=me, alpha=float(c["alpha"]), delta=de, score_range=sr)
+    caps, chk = agent_max_n(c["agent-max-n"], len(nodes)), run_checks(c)
+    runs = {f"{me}-{cr}": dict(method=me, alpha=float(c["alpha"]), delta=de, score_range=chk["score_range"],
+                               agg_cap=chk["agg_cap"])
             for me in PROTOCOLS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
     calibrate_federation(grid, nodes, tw, runs, caps, float(c["node-timeout"]), lambda out, ev: save_runs(c["out"], out, ev),
-                         weight_range=wr)
+                         weight_range=chk["weight_range"])
 
 @server_app.main()
 def server_main(grid: Grid, context: Context) -> None:
@@ -341,6 +389,11 @@ PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = r
     "agent-max-train": ("", "the largest number of training points each agent may report (its FedAvg weight), "
                             "space-separated, agent 0 first; empty: MAX_TRAIN each, and a warning in the log"),
     "max-param": (1e4, "the largest |parameter| accepted in an agent's training reply (larger: the reply is invalid)"),
+    "score-range": ("", "low and high of the scores, as the calibration app's RUN_CONFIG; empty: (0, 1) for a classification "
+                        "dataset (1 - p), a regression must name it ('0 H', H the width of the agreed label range, or 'unbounded')"),
+    "weight-range": ("1e-6 1e6", "low and high of the other agents' mean calibration weight W/n, as the calibration app's "
+                                 "RUN_CONFIG: a summary outside it is refused"),
+    "agg-cap": (AGG_CAP, "the robust aggregation, as the calibration app's RUN_CONFIG; 0: off"),
     "out": (None, "path of the .npz the server writes (thresholds, calibration federation, models, summary json)"),
 }
 
@@ -358,6 +411,7 @@ def pipeline_run_config(run_config) -> dict:
     "The deployed pipeline's settings, defaults filled in; ValueError naming a missing, unknown or malformed key."
     out = config_values(run_config, PIPELINE_RUN_CONFIG, "run_config")
     out["train-kw"] = _json_object(out["train-kw"], "run_config['train-kw']")
+    run_checks(out, TASKS.get(str(out["dataset"])))        # a regression's score range named, the cap and weight range valid
     return out
 
 # %% ../../nbs/10g_federation_deploy.ipynb #2dd6589b
@@ -438,7 +492,8 @@ def deployed_pipeline(grid: Grid, context: Context) -> None:
                          alpha=float(c["alpha"]), delta=float(c["delta"]) or None, train_kw=c["train-kw"],
                          min_agents=int(c["min-agents"]) or None, round_timeout=float(c["round-timeout"]),
                          node_timeout=float(c["node-timeout"]), max_n=caps("agent-max-n"),
-                         max_train=caps("agent-max-train"), max_param=float(c["max-param"]))
+                         max_train=caps("agent-max-train"), max_param=float(c["max-param"]),
+                         checks=run_checks(c, TASKS.get(str(c["dataset"]))))
     save_result(pipeline_server(grid, cfg), c["out"])
 
 @pipeline_server_app.main()

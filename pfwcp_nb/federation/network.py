@@ -4,7 +4,7 @@
 
 # %% ../../nbs/10h_federation_network.ipynb #131b3dba
 from __future__ import annotations
-import asyncio, base64, binascii, collections, contextlib, datetime, ipaddress, logging, math, os
+import asyncio, base64, binascii, collections, contextlib, datetime, ipaddress, logging, math, os, resource, ssl
 from pathlib import Path
 try:
     import httpx, uvicorn   # Flower's own HTTP stack (the SuperLink serves its APIs with them): the Fleet-only proxy
@@ -14,6 +14,7 @@ try:
     from starlette.responses import PlainTextResponse, Response, StreamingResponse
     from starlette.routing import Route
     from uvicorn.protocols.http.h11_impl import H11Protocol   # the HTTP/1.1 protocol the proxy guards
+    from uvicorn.protocols.utils import get_remote_addr
     from cryptography import x509   # a dependency of flwr: certificates for the SuperLink
     from cryptography.x509.oid import NameOID
     from cryptography.hazmat.primitives import hashes, serialization
@@ -26,12 +27,14 @@ try:
 except ImportError as e:   # the one optional extra of the package
     raise ImportError('pfwcp_nb.federation needs Flower (flwr[simulation]==1.42.*): pip install "pfwcp_nb[flower]", '
                       'or pip install -e ".[flower]" from a clone of the repository') from e
+from fastcore.basics import patch
 from .._validate import check_pos_int
 
 # %% auto #0
 __all__ = ['FLEET_PREFIX', 'FLEET_ROUTES', 'NODE_AUTH_HEADERS', 'MAX_FLEET_BODY', 'MAX_INFLIGHT', 'MAX_PER_KEY', 'BODY_TIMEOUT',
-           'MIN_BODY_RATE', 'BODY_GRACE', 'HEADER_TIMEOUT', 'MAX_PER_CLIENT', 'load_authorized_keys',
-           'node_auth_refusal', 'fleet_proxy_app', 'fleet_proxy_server', 'serve_fleet_proxy', 'make_tls_files']
+           'MIN_BODY_RATE', 'BODY_GRACE', 'HEADER_TIMEOUT', 'MAX_PER_CLIENT', 'HANDSHAKE_TIMEOUT', 'ACCEPT_BACKLOG',
+           'FD_RESERVE', 'open_file_budget', 'load_authorized_keys', 'node_auth_refusal', 'fleet_proxy_app',
+           'fleet_proxy_server', 'serve_fleet_proxy', 'make_tls_files']
 
 # %% ../../nbs/10h_federation_network.ipynb #a4133842
 FLEET_PREFIX = "/v1/fleet/"   # the SuperLink's Fleet API routes (flwr 1.42); everything else is Control/runtime API
@@ -60,8 +63,27 @@ BODY_GRACE = 5.0       # seconds a body may take before MIN_BODY_RATE applies
 
 HEADER_TIMEOUT = 10.0  # seconds a connection has to send a request's headers (on connecting, and after each response)
 
-MAX_PER_CLIENT = 64    # connections open at once from one client address (above: its oldest without a request head is closed)
+MAX_PER_CLIENT = 64    # connections open at once from one client address, counted from the TCP accept (above: one is dropped, `_to_close`)
 
+HANDSHAKE_TIMEOUT = 5.0  # seconds a new connection has to finish its TLS handshake (asyncio's default: 60)
+
+ACCEPT_BACKLOG = 32    # connections the kernel queues for the proxy: also the most asyncio accepts in one turn of its loop
+
+FD_RESERVE = 4 * ACCEPT_BACKLOG + 64   # open files kept out of the connection count: accepts not yet counted (asyncio counts a connection two turns after accepting it, and frees a dropped one's file a turn later), the listening socket, logs, upstream keep-alives (the proxy adds max_inflight)
+
+# %% ../../nbs/10h_federation_network.ipynb #c81bb704
+def open_file_budget(max_inflight: int = MAX_INFLIGHT, # requests forwarded at once: each holds an upstream connection
+                     nofile: int | None = None, # the process's open-file limit (None: its soft RLIMIT_NOFILE now)
+                    ) -> int: # client connections the proxy may hold at once
+    "Client connections the proxy can hold without running out of open files: the limit less `FD_RESERVE` and `max_inflight`."
+    if nofile is None:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        nofile = 2**20 if soft == resource.RLIM_INFINITY else soft
+    room = check_pos_int(nofile, "nofile") - FD_RESERVE - check_pos_int(max_inflight, "max_inflight")
+    if room < 1:
+        raise ValueError(f"an open-file limit of {nofile} leaves no room for client connections (the proxy keeps "
+                         f"{FD_RESERVE + max_inflight} files free): raise it (`ulimit -n 4096`; systemd: LimitNOFILE=4096).")
+    return room
 
 # %% ../../nbs/10h_federation_network.ipynb #6f355450
 def load_authorized_keys(paths, # public key files of the registered SuperNodes (OpenSSH `.pub`, as `flwr supernode register` takes, or PEM)
@@ -254,28 +276,60 @@ def fleet_proxy_app(upstream: str, # the SuperLink's address on its own machine,
 
 
 # %% ../../nbs/10h_federation_network.ipynb #8a3f0c10
-def _to_close(conns: list, # one address's open connections (`_GuardedH11`), oldest first
-              new, # the one just opened, over the limit
+def _to_close(conns, # connections over their limit (one address's, or all), oldest first
+              new, # the one just accepted
              ):
-    "Which connection of an address over `max_per_client` to close: its oldest that has not sent a whole request head, else `new`."
-    return next((p for p in conns if p is not new and p.cycle is None and not p.transport.is_closing()), new)
-
+    """Which connection to drop: the oldest already closing (a TLS close waits for its peer, holding its file), else the
+    oldest that has not sent a whole request head (in its TLS handshake, or idle since), else `new`."""
+    old = [p for p in conns if p is not new]
+    return next((p for p in old if p.transport.is_closing()), None) or next((p for p in old if p.cycle is None), new)
 
 # %% ../../nbs/10h_federation_network.ipynb #d35aba8e
+# long cell: one protocol, whose methods uvicorn and asyncio call as one state machine
 class _GuardedH11(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with a header read timeout (a connection that has not sent a whole request head within
-    `header_timeout` seconds is closed) and a limit of connections per client address (`_to_close`). Made by `_guarded_protocol`."""
-    header_timeout, max_per_client, open_per_client = HEADER_TIMEOUT, MAX_PER_CLIENT, None
+    """uvicorn's HTTP/1.1 protocol guarded from the TCP accept on: counted per client address and in all before any TLS
+    handshake (over `max_per_client` or `max_connections`, `_to_close` picks one of the address, or of the address
+    holding the most, to drop), its TLS handshake done here
+    within `handshake_timeout` s (`_handshake`; `ssl_context` None: plain HTTP, tests), then a request head within
+    `header_timeout` s (on connecting and after each response). Made by `_guarded_protocol`."""
+    header_timeout, handshake_timeout, max_per_client, max_connections = HEADER_TIMEOUT, HANDSHAKE_TIMEOUT, MAX_PER_CLIENT, 1
+    open_per_client, open_all, ssl_context = None, None, None
 
-    def connection_made(self, transport):
-        super().connection_made(transport)
-        self._client_key, self._head_timer = (self.client[0] if self.client else None), None
+    def connection_made(self, transport):                  # the raw TCP connection, before any TLS
+        self.transport, self._head_timer, self._opened, self._early = transport, None, False, []
+        self._client_key = (get_remote_addr(transport) or (None,))[0]
         conns = self.open_per_client[self._client_key]
-        conns[self] = None                                 # the address's connections, oldest first (a dict keeps the order)
-        if sum(not p.transport.is_closing() for p in conns) > self.max_per_client:
-            _to_close(list(conns), self).transport.close() # over the limit: its oldest without a request head
-        if not transport.is_closing():
-            self._arm()
+        conns[self] = self.open_all[self] = None           # oldest first (a dict keeps the order), until dropped or lost
+        if len(conns) > self.max_per_client:
+            _to_close(conns, self)._drop()                 # this address over its limit
+        if self in self.open_all and len(self.open_all) > self.max_connections:   # all together over the open-file budget:
+            _to_close(max(self.open_per_client.values(), key=len), self)._drop()  # the address holding the most gives one up
+        if transport.is_closing():
+            return
+        if self.ssl_context is None:
+            self._open(transport)
+        else:
+            transport.pause_reading()                      # not a byte is read before the TLS layer is in place
+            self._tls = self.loop.create_task(self._handshake(transport))
+
+    def _open(self, transport):
+        "uvicorn's own start on the (TLS) transport, the head timer, and any request bytes that came with the handshake's end."
+        self._opened = True
+        super().connection_made(transport)
+        self._arm()
+        for data in self._early: self.data_received(data)
+
+    def _forget(self):
+        "Out of the counts (dropped, or lost); idempotent."
+        self.open_all.pop(self, None)
+        conns = self.open_per_client.get(self._client_key, {})
+        conns.pop(self, None)
+        if not conns: self.open_per_client.pop(self._client_key, None)
+
+    def _drop(self):
+        "Close now, without a TLS close that would wait for the peer (its file is freed at once), and stop counting it."
+        self._forget()
+        self.transport.abort()
 
     def _arm(self):
         if self._head_timer is not None:
@@ -283,10 +337,14 @@ class _GuardedH11(H11Protocol):
         self._head_timer = self.loop.call_later(self.header_timeout, self._head_expired)
 
     def _head_expired(self):
-        if (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing():
-            self.transport.close()                         # no whole request head in time (slowloris)
+        if self.cycle is None:
+            self._drop()                                   # never a whole request head (slowloris)
+        elif self.cycle.response_complete and not self.transport.is_closing():
+            self.transport.close()                         # idle since its last answer
 
     def data_received(self, data):
+        if not self._opened:
+            self._early.append(data); return               # with the handshake's end, before uvicorn's start: read at `_open`
         super().data_received(data)
         if self.cycle is not None and not self.cycle.response_complete and self._head_timer is not None:
             self._head_timer.cancel()                      # a whole request head arrived: its body has its own timeout
@@ -300,20 +358,41 @@ class _GuardedH11(H11Protocol):
     def connection_lost(self, exc):
         if self._head_timer is not None:
             self._head_timer.cancel()
-        conns = self.open_per_client[self._client_key]
-        conns.pop(self, None)
-        if not conns:
-            del self.open_per_client[self._client_key]
-        super().connection_lost(exc)
+        self._forget()
+        if self._opened:
+            super().connection_lost(exc)
 
+# %% ../../nbs/10h_federation_network.ipynb #d35aba90
+@patch
+async def _handshake(self: _GuardedH11, raw):
+    "The TLS handshake of a counted connection within `handshake_timeout` s, then uvicorn's start; one that fails or stalls is dropped."
+    try:
+        if raw.is_closing():
+            raise ConnectionAbortedError("dropped before its handshake began")
+        tls = await self.loop.start_tls(raw, self, self.ssl_context, server_side=True, ssl_handshake_timeout=self.handshake_timeout,
+                                        ssl_shutdown_timeout=self.header_timeout)   # a TLS close waits for its peer this long
+        if tls is None or tls.is_closing() or self not in self.open_all:
+            raise ConnectionAbortedError("dropped or closed during its handshake")
+    except BaseException as e:                           # OSError: a timeout, a bad handshake, a peer gone; else a shutdown
+        self._forget(); raw.abort()
+        if isinstance(e, OSError): return
+        raise
+    self._open(tls)
 
 # %% ../../nbs/10h_federation_network.ipynb #9c5a690a
-def _guarded_protocol(header_timeout: float, max_per_client: int) -> type:
-    "A `_GuardedH11` class with these limits and its own record of the connections per client address."
+def _guarded_protocol(header_timeout: float, # seconds to send a request head
+                      max_per_client: int, # connections at once from one address
+                      max_connections: int, # connections at once in all (`open_file_budget`)
+                      ssl_context: ssl.SSLContext | None = None, # the proxy's TLS (None: plain HTTP, tests)
+                      handshake_timeout: float = HANDSHAKE_TIMEOUT, # seconds to finish the TLS handshake
+                     ) -> type:
+    "A `_GuardedH11` class with these limits and its own record of the connections, per client address and in all."
     return type("GuardedH11", (_GuardedH11,), {"header_timeout": _check_positive(header_timeout, "header_timeout"),
-                                               "open_per_client": collections.defaultdict(dict),
-                                               "max_per_client": check_pos_int(max_per_client, "max_per_client")})
-
+                                               "handshake_timeout": _check_positive(handshake_timeout, "handshake_timeout"),
+                                               "max_per_client": check_pos_int(max_per_client, "max_per_client"),
+                                               "max_connections": check_pos_int(max_connections, "max_connections"),
+                                               "open_per_client": collections.defaultdict(dict), "open_all": {},
+                                               "ssl_context": ssl_context})
 
 # %% ../../nbs/10h_federation_network.ipynb #4d2e4cc4
 def fleet_proxy_server(upstream: str, # the SuperLink, e.g. "https://127.0.0.1:9093" (bound to loopback)
@@ -325,19 +404,30 @@ def fleet_proxy_server(upstream: str, # the SuperLink, e.g. "https://127.0.0.1:9
                        max_inflight: int = MAX_INFLIGHT, # requests read and forwarded at once (503 above)
                        header_timeout: float = HEADER_TIMEOUT, # seconds to send a request head (closed after)
                        body_timeout: float = BODY_TIMEOUT, # seconds to send a request body (408 after)
-                       max_per_client: int = MAX_PER_CLIENT, # connections at once from one address (above: its oldest head-less one closed)
+                       max_per_client: int = MAX_PER_CLIENT, # connections at once from one address, from the TCP accept (above: one dropped)
                        authorized_keys=None, # public key files of the registered SuperNodes (None: any key whose signature verifies)
                        max_per_key: int = MAX_PER_KEY, # requests in flight per SuperNode key (503 above)
                        min_body_rate: float = MIN_BODY_RATE, # bytes a second a body must keep up after `body_grace` s (408 below)
                        body_grace: float = BODY_GRACE, # seconds before `min_body_rate` applies
+                       handshake_timeout: float = HANDSHAKE_TIMEOUT, # seconds to finish the TLS handshake (dropped after)
+                       max_connections: int | None = None, # connections at once in all (None: what the open-file limit leaves, `open_file_budget`)
                       ) -> uvicorn.Server:
-    "The proxy's uvicorn server: idle connections hold no worker (no `limit_concurrency`), heads and bodies are read in bounded time."
+    "The proxy's uvicorn server: TLS done by the guarded protocol, connections counted from the accept, heads and bodies read in bounded time."
     if (certfile is None) != (keyfile is None):
         raise ValueError("give both `certfile` and `keyfile` (TLS), or neither (plain HTTP, for tests on loopback).")
     app = fleet_proxy_app(upstream, root_certificates, max_body, max_inflight, body_timeout, authorized_keys,
                           max_per_key=max_per_key, min_body_rate=min_body_rate, body_grace=body_grace)
-    config = uvicorn.Config(app, host=host, port=check_pos_int(port, "port"), ssl_certfile=certfile, ssl_keyfile=keyfile,
-                            log_level="warning", http=_guarded_protocol(header_timeout, max_per_client), lifespan="on")
+    budget = open_file_budget(max_inflight)
+    if max_connections is not None and check_pos_int(max_connections, "max_connections") > budget:
+        raise ValueError(f"`max_connections`={max_connections} would run the proxy out of open files (its limit leaves room "
+                         f"for {budget}): raise the limit (systemd: LimitNOFILE=) or give fewer.")
+    tls = None
+    if certfile is not None:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(certfile, keyfile)
+    http = _guarded_protocol(header_timeout, max_per_client, max_connections or budget, tls, handshake_timeout)
+    config = uvicorn.Config(app, host=host, port=check_pos_int(port, "port"), log_level="warning", http=http,
+                            backlog=ACCEPT_BACKLOG, lifespan="on", loop="asyncio")   # uvloop reads before a pause in connection_made holds
     return uvicorn.Server(config)
 
 # %% ../../nbs/10h_federation_network.ipynb #252a5c20
@@ -346,9 +436,10 @@ def serve_fleet_proxy(port: int, # the port agents connect to (`flower-supernode
                       certfile: str, keyfile: str, # TLS certificate (for the host name agents use) and its key
                       root_certificates: str | None = None, # CA of the SuperLink's certificate
                       host: str = "127.0.0.1", # the interface to listen on (a deployment: the public one)
-                      **limits, # `fleet_proxy_server`'s limits: max_body, max_inflight, max_per_key, header_timeout, body_timeout, min_body_rate, body_grace, max_per_client, authorized_keys
+                      **limits, # `fleet_proxy_server`'s limits: max_body, max_inflight, max_per_key, header_timeout, body_timeout, min_body_rate, body_grace, max_per_client, handshake_timeout, max_connections, authorized_keys
                      ) -> None:
-    "Serve `fleet_proxy_app` over TLS until interrupted (scripts/flower_deploy.sh runs it as its own process)."
+    """Serve `fleet_proxy_app` over TLS until interrupted (scripts/flower_deploy.sh runs it as its own process). Give its process
+    an open-file limit of a few thousand (systemd `LimitNOFILE=`): `max_connections` is what it leaves (`open_file_budget`)."""
     fleet_proxy_server(upstream, port, host, certfile, keyfile, root_certificates, **limits).run()
 
 # %% ../../nbs/10h_federation_network.ipynb #9b4d2e10

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from fastcore.basics import patch
 import numpy as np
 from .protocol import (PROTOCOLS, SCORE_RANGE, WEIGHT_RANGE, pack, unpack, request, _who, check_score_range, score_range_for,
-                                          check_summary, check_message, check_oneshot, _msg_json, _pipe, _arrays)
+                                          check_summary, check_message, check_oneshot, check_weight_range, _msg_json, _pipe, _arrays)
 from flwr.app import Message, MessageType
 from flwr.common.constant import ErrorCode, SUPERLINK_NODE_ID
 from flwr.serverapp import Grid
@@ -21,7 +21,7 @@ from .._validate import check_pos_int
 
 # %% auto #0
 __all__ = ['INVALID', 'ask_agents', 'collect_summaries', 'make_estimator', 'thresholds_over_flower', 'PipelineResult', 'ask_each',
-           'capped_agg_weights', 'calibrate_federation']
+           'capped_agg_weights', 'calibrate_federation', 'calibration_checks']
 
 # %% ../../nbs/10d_federation_server.ipynb #8438d86a
 def _flower_run() -> int:
@@ -430,16 +430,18 @@ def _level_round(srv: _Server, model_for, # agents -> (estimator, level, request
 
 # %% ../../nbs/10d_federation_server.ipynb #07c2b0f1
 def _estimator_for(method: str, alpha: float, delta, est_kw: dict, summ: dict, tw: np.ndarray, col: dict, who,
-                   sr: tuple = SCORE_RANGE): # the agreed score range
+                   sr: tuple = SCORE_RANGE, # the agreed score range
+                   agg_cap: float | None = None): # the robust aggregation's cap (`capped_agg_weights`); None: off
     "`_level_round`'s model_for: PFWCP (Procedure 1 on the summaries, a message round) or osPFWCP (its one-shot level)."
     def model_for(S):
+        est_kw_S = est_kw if agg_cap is None else {**est_kw, "agg_weights": capped_agg_weights([summ[k] for k in S], agg_cap)}
         if method == "pfwcp":
-            model = PFWCP(alpha, delta, **est_kw).calibrate([summ[k] for k in S])
+            model = PFWCP(alpha, delta, **est_kw_S).calibrate([summ[k] for k in S])
             level = float(model.beta_)
             return (model, level, lambda k: request("message", _flower_run(), beta=level, test_weights=tw[:, col[k]]),
                     lambda k, c, req: check_message(unpack(c, who(k), req)[0], who(k), level, tw[:, col[k]], sr,
                                                weight_total=summ[k].weight_total))
-        model = OneShotPFWCP(alpha, delta, **est_kw)
+        model = OneShotPFWCP(alpha, delta, **est_kw_S)
         level = float(model.plan([summ[k] for k in S]))
         return (model, level, lambda k: request("oneshot", _flower_run(), beta_breve=level),
                 lambda k, c, req: check_oneshot(unpack(c, who(k), req)[0], who(k), summ[k], level, sr))
@@ -460,10 +462,25 @@ def _prediction(n: int): # the test agent's test points
         return d
     return check
 
+# %% ../../nbs/10d_federation_server.ipynb #b31cc780
+def calibration_checks(score_range=None, # the agreed (low, high) of the scores; None: the task's ((0, 1) for 1 - p, else (0, inf))
+                       weight_range=None, # the agreed (low, high) of the other agents' mean weight W/n; None: W > 0 only
+                       agg_cap: float | None = None, # the robust aggregation's cap (`capped_agg_weights`); None: off
+                      ) -> dict: # `_calibrate`'s keyword arguments, checked
+    "A pipeline run's calibration checks (`PipelineConfig.checks`; the deployed app's run config sets them); ValueError naming the bad one."
+    if agg_cap is not None and not (_num(agg_cap) and agg_cap > 0):
+        raise ValueError(f"`agg_cap` must be a finite number > 0 (None: off), got {agg_cap!r}.")
+    return dict(score_range=None if score_range is None else check_score_range(score_range),
+                weight_range=None if weight_range is None else check_weight_range(weight_range),
+                agg_cap=None if agg_cap is None else float(agg_cap))
+
 # %% ../../nbs/10d_federation_server.ipynb #b31cc783
 def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha: float, delta, est_kw: dict,
                caps: dict, # agent -> the largest n its summary may report
-               m: int): # the test agent's test points (its stats)
+               m: int, # the test agent's test points (its stats)
+               score_range=None, # the agreed score range (None: (0, 1) for 1 - p, else (0, inf)); `calibration_checks`
+               weight_range=None, # the agreed range of the other agents' mean weight W/n (None: W > 0 only)
+               agg_cap: float | None = None): # the robust aggregation's cap (None: off)
     """Calibration over the agents `cal` that answer (test agent required), then the test agent's prediction. An agent
     that answers the summary but not the message round is left out: Procedure 1 runs again over the others (their
     n_eff, their aggregation weights); messages already received at an unchanged level are reused, not asked again."""
@@ -474,11 +491,13 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
     who = lambda k: f"agent {k} (node {srv.node[k]})"
     asks = {k: request("summary", run=_flower_run()) for k in cal}
     summ = srv.parse(srv.exchange({k: pack(r) for k, r in asks.items()}, MessageType.QUERY, "summaries"), "summaries",
-                     lambda k, c: check_summary(unpack(c, who(k), asks[k])[0], who(k), test_agent=(k == 0), max_n=caps[k]))
+                     lambda k, c: check_summary(unpack(c, who(k), asks[k])[0], who(k), test_agent=(k == 0), max_n=caps[k],
+                                                 weight_range=weight_range))
     S, stage = [k for k in cal if k in summ], "messages" if method == "pfwcp" else "one-shot messages"
-    sr = score_range_for("classification") if res.predictor.task == "classification" else SCORE_RANGE   # 1 - p in [0, 1]
+    sr = score_range or (score_range_for("classification") if res.predictor.task == "classification" else SCORE_RANGE)
     _need_test_agent(srv, S, "summaries")
-    model, level, S, msgs = _level_round(srv, _estimator_for(method, alpha, delta, est_kw, summ, tw, col, who, sr), S, stage)
+    model, level, S, msgs = _level_round(srv, _estimator_for(method, alpha, delta, est_kw, summ, tw, col, who, sr, agg_cap), S,
+                                   stage)
     if method == "pfwcp":
         q = model.combine(msgs)
     else:

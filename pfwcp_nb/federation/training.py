@@ -16,7 +16,7 @@ from ..federated import EngineStream
 from ..models import FederatedPredictor, PCAProjection
 from .plan import MAX_CLASSES, TaskPlan, _settings, plan_tasks, round_move
 from fastcore.basics import patch
-from .server import INVALID, PipelineResult, _Server, _calibrate, _num
+from .server import INVALID, PipelineResult, _Server, _calibrate, _num, calibration_checks
 from ..ratio_features import _moment_record, pooled_standardization
 from .._validate import check_pos_int
 
@@ -246,9 +246,11 @@ class PipelineConfig:
     max_n: list | None = None           # the operator's cap on each agent's calibration points (run_config agent-max-n)
     max_train: list | None = None       # the cap on each agent's training points (its FedAvg weight); None: MAX_TRAIN
     max_param: float = 1e4              # a training reply with a larger |parameter| is invalid (that round is missed)
+    checks: dict | None = None          # the calibration's checks (`calibration_checks`: score_range, weight_range, agg_cap)
 
     def __post_init__(self):
         self.pred, self.rat = _settings(self.dataset, self.train_kw)
+        self.checks = calibration_checks(**(self.checks or {}))
         K = self.K
         self.min_agents = max(2, math.ceil(K / 2)) if self.min_agents is None else check_pos_int(self.min_agents, "min_agents")
         if not (_num(self.max_param) and self.max_param > 0):
@@ -507,7 +509,8 @@ def pipeline_server(grid: Grid, cfg: PipelineConfig) -> PipelineResult:
     t1 = time.perf_counter()
     caps = {k: run.stats[k][0]["n_cal"] if cfg.max_n is None else min(run.stats[k][0]["n_cal"], int(cfg.max_n[k]))
             for k in cal}
-    _calibrate(run.srv, run.res, cal, cfg.method, cfg.alpha, cfg.delta, cfg.est_kw or {}, caps, run.stats[0][0]["n_test"])
+    _calibrate(run.srv, run.res, cal, cfg.method, cfg.alpha, cfg.delta, cfg.est_kw or {}, caps, run.stats[0][0]["n_test"],
+               **cfg.checks)
     run.res.seconds["calibration"] = time.perf_counter() - t1
     run.res.seconds["total"] = time.perf_counter() - run.t_start
     return run.res
