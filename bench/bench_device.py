@@ -17,7 +17,7 @@ import torch
 
 from _util import timed
 
-from pfwcp_nb.density_ratio import fit_density_ratios
+from pfwcp_nb.ratio_fit import fit_density_ratios
 from pfwcp_nb.models import train_predictor
 from pfwcp_nb.data import make_federation
 

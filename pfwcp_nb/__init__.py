@@ -18,7 +18,7 @@ _API = {  # name -> module that defines it
     "trust_check": "trust",
     "choose_gamma": "trust",
     "recommend": "trust",
-    "fit_density_ratios": "density_ratio",
+    "fit_density_ratios": "ratio_fit",
     "load_dataset": "data",
     "run_experiment": "runner",
 }
@@ -40,7 +40,7 @@ if TYPE_CHECKING:                      # for type checkers and IDEs; not execute
     from .pfwcp import AgentCalibration, PFWCP
     from .oneshot import OneShotPFWCP
     from .trust import trust_check, choose_gamma, recommend
-    from .density_ratio import fit_density_ratios
+    from .ratio_fit import fit_density_ratios
     from .methods import split_conformal
     from .data import load_dataset
     from .runner import run_experiment

@@ -44,7 +44,7 @@ def oracle_fwcp_weights(fed, # a `pfwcp_nb.data.Federation`
     return np.exp(-(special.logsumexp(-lr, axis=0) - np.log(fed.K - 1)))
 
 # %% ../nbs/07b_baselines.ipynb #b8c52766
-def fwcp_fields(fwcp, # FWCP's weight function X -> omega'(X) (`density_ratio.fit_fwcp_ratio`); None for oracle
+def fwcp_fields(fwcp, # FWCP's weight function X -> omega'(X) (`ratio_fwcp.fit_fwcp_ratio`); None for oracle
                 cal_X: list, # K arrays of calibration covariates
                 test_X, # (m, d) test covariates
                 *,
@@ -56,7 +56,7 @@ def fwcp_fields(fwcp, # FWCP's weight function X -> omega'(X) (`density_ratio.fi
     "The FWCP fields of a CalibrationDraw."
     if kind == "estimated":
         if fwcp is None:
-            raise ValueError("`fwcp` is None: fit it with `pfwcp_nb.density_ratio.fit_fwcp_ratio(train_X)`.")
+            raise ValueError("`fwcp` is None: fit it with `pfwcp_nb.ratio_fwcp.fit_fwcp_ratio(train_X)`.")
         ev = lambda X: np.asarray(fwcp(X), dtype=float).reshape(len(X))
         return dict(fwcp_cal_weights=[ev(X) for X in cal_X], fwcp_test_weights=ev(test_X))
     if kind == "oracle":

@@ -300,7 +300,7 @@ class GridSpec:
     engine: str = "exact"                     # coverage engine of Procedure 1 / the one-shot tau search
     train_kw: dict | None = None              # training overrides (see `pipeline.train_setup`)
     device: str = "cpu"                       # "cpu" or "cuda": where the predictor and the density ratios are trained
-    ratio_model: str = "paper"                # "paper" (S3's) or "select" (`density_ratio.fit_selected_ratios`)
+    ratio_model: str = "paper"                # "paper" (S3's) or "select" (`ratio_selection.fit_selected_ratios`)
     model_seed: int = 0                       # another training of the same data and draws (`models.training_seed`)
     method_kw: dict | None = None             # PFWCP's options (`METHOD_OPTIONS`): select, gamma, check
     exclude: Sequence[str] = ()               # cells to leave out, as "METHOD:GUARANTEE" (e.g. "osPFWCP:mc")

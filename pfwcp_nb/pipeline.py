@@ -16,7 +16,10 @@ from fastcore.basics import patch
 from .methods import PAPER, CalibrationDraw
 from .baselines import fwcp_fields, localized_fields
 from .data import brightness, make_federation
-from .density_ratio import RATIO_MODELS, fit_density_ratios, fit_fwcp_ratio, fit_selected_ratios, oracle_density_ratios
+from .density_ratio import RATIO_MODELS, oracle_density_ratios
+from .ratio_fit import fit_density_ratios
+from .ratio_fwcp import fit_fwcp_ratio
+from .ratio_selection import fit_selected_ratios
 from .models import (DEFAULT_TRAIN_KW, classification_score, draw_rng, draw_seed, regression_score,
                              stream_rng,
                              train_predictor, training_seed, training_split)
@@ -37,7 +40,7 @@ class TrainedSetup:
     task: str
     predictor: object
     ratios: list                    # K callables X -> omega^k(X) (index 0: ones)
-    fwcp: object = None             # FWCP's classifier (`density_ratio.fit_fwcp_ratio`), or None
+    fwcp: object = None             # FWCP's classifier (`ratio_fwcp.fit_fwcp_ratio`), or None
     localizer: object = None        # engression localizer (`localizer.fit_localizer`), or None
     seconds: dict = field(default_factory=dict)
     train_kw: dict = field(default_factory=dict)
@@ -94,7 +97,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         secs["predictor"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         ratios = fit_density_ratios(X, method="pairwise", seed=tseed, dataset=fed.name, progress=progress,
-                                    **dev_kw, **kw.get("ratios", {}))
+                                    **dev_kw, **{"standardize": False, **kw.get("ratios", {})})   # the paper's features
         secs["ratios"] = time.perf_counter() - t0
     fwcp = base.fwcp if base is not None else None
     localizer = base.localizer if base is not None else None
@@ -102,6 +105,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         t0 = time.perf_counter()
         fkw = dict(kw.get("fwcp", {}))
         fkw.setdefault("dataset", fed.name)
+        fkw.setdefault("standardize", False)                 # the paper's features
         fwcp = fit_fwcp_ratio(X, seed=tseed, **fkw)
         secs["fwcp"] = time.perf_counter() - t0
     if localizer is None and need_localizer:
@@ -114,7 +118,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
 
 # %% ../nbs/08c_pipeline.ipynb #919626c7
 def with_ratio_model(setup: TrainedSetup, # a setup trained by `train_setup` (the paper's ratio models)
-                     ratio_model: str = "paper", # "paper": `setup` unchanged; "select": `density_ratio.fit_selected_ratios`
+                     ratio_model: str = "paper", # "paper": `setup` unchanged; "select": `ratio_selection.fit_selected_ratios`
                      *,
                      n_train: int = PAPER.n_train, # training points per agent (as in `train_setup`)
                      data_dir=None, # data directory of the real datasets

@@ -168,7 +168,7 @@ class OnAgents(_ThresholdPredictor):
 
     def __repr__(self): return f"OnAgents({self.model!r}, agents {self.keep.tolist()} of {self.K})"
 
-# %% ../nbs/03c_value.ipynb #894b21cc
+# %% ../nbs/03c_value.ipynb #b2c5c161
 def _evidence_agents(evidence, K: int, required: bool) -> tuple:
     """(the agents that enter, whether the leave-one-out check still applies): all K and the check without evidence; the
     precise agents without the check when the evidence certifies them; the usable agents with it when it only keeps them."""

@@ -3,15 +3,16 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, spearmanr
 
-import pfwcp_nb.density_ratio as dr
+import pfwcp_nb.ratio_fit as dr
 from pfwcp_nb.models import train_predictor
 from pfwcp_nb.data import make_federation
 from pfwcp_nb.density_ratio import (
-    DEFAULT_EPS, RATIO_METHODS, AgentHoldout, DensityRatio, cifar_oracle_ratio, federated_temperature,
-    fit_density_ratios, fit_fwcp_ratio, gaussian_oracle_ratio, image_statistics, oracle_density_ratios, ratio_quality,
-    ratio_settings, select_by_validation, tilting_oracle_ratio,
+    DEFAULT_EPS, RATIO_METHODS, DensityRatio, cifar_oracle_ratio, gaussian_oracle_ratio, image_statistics,
+    oracle_density_ratios, ratio_quality, ratio_settings, tilting_oracle_ratio,
 )
-from pfwcp_nb.data import make_federation
+from pfwcp_nb.ratio_validation import AgentHoldout, federated_temperature, select_by_validation
+from pfwcp_nb.ratio_fit import fit_density_ratios
+from pfwcp_nb.ratio_fwcp import fit_fwcp_ratio
 
 K, D = 11, 10
 
@@ -174,6 +175,7 @@ X2 = np.zeros((5, 3))
     (X2, {}, "list"),
     ([X2], {}, "at least 2 agents"),
     ([X2, np.zeros((0, 3))], {}, r"train_X\[1\].*no data"),
+    ([X2, np.zeros((1, 3))], {}, r"train_X\[1\]: agent 2 has 1 ratio covariate"),
     ([X2, np.zeros(5)], {}, r"train_X\[1\].*2-D"),
     ([X2, np.zeros((5, 4))], {}, r"train_X\[1\].*features"),
     ([X2, np.full((5, 3), np.nan)], {}, "NaN"),
@@ -397,9 +399,9 @@ def test_calibrated_image_features_include_statistics():
     w = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, hparams="calibrated", progress=False)
     b = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, hparams="calibrated", image_stats=True, progress=False)
     p = fit_density_ratios(imgs, dataset="cifar10c", epochs=30, hparams="paper", progress=False)
-    assert w[1].nets[0][0].in_features == 11 and w[1].features.stats_only
+    assert w[1].nets[0][0].in_features == 11 and w[1].features.inner.stats_only      # standardised: `inner` is the map
     assert b[1].nets[0][0].in_features == p[1].nets[0][0].in_features + 11
-    assert w[1].features.stats_mean is not None and p[1].features.stats_mean is None
+    assert w[1].features.inner.stats_mean is not None and p[1].features.inner.stats_mean is None
     with pytest.raises(ValueError, match="image_stats="):
         fit_density_ratios(imgs, image_stats="some", progress=False)
 
@@ -410,7 +412,7 @@ def test_fwcp_calibrated_and_paper():
     b = fit_fwcp_ratio(train, seed=0, epochs=100, hparams="calibrated", grid=(1e-4, 1.0), folds=2)
     p = fit_fwcp_ratio(train, seed=0, epochs=100, hparams="paper")
     np.testing.assert_array_equal(a.log(cal[1]), b.log(cal[1]))
-    assert a.hparams["alpha"] in (1e-4, 1.0) and p.hparams == dict(hparams="paper", alpha=1e-4, temperature=1.0, cv=None, target="others")
+    assert a.hparams["alpha"] in (1e-4, 1.0) and p.hparams == dict(hparams="paper", alpha=1e-4, temperature=1.0, cv=None, target="others", standardize=True)
     with pytest.raises(ValueError, match="hparams="):
         fit_fwcp_ratio(train, hparams="tuned")
     with pytest.raises(ValueError, match="folds="):
@@ -428,3 +430,160 @@ def test_fwcp_target_all_is_the_classifier_probability():
     z = o.log(cal[2])
     np.testing.assert_allclose(a.log(cal[2]), -np.logaddexp(0.0, -z), rtol=1e-12)
     assert np.all(a.log(cal[2]) < 0) and a.hparams["target"] == "all"
+
+
+def test_pickled_weight_functions_name_only_the_weight_function_module():
+    """The experiment cache pickles trained setups: every package object a fitted weight function refers to (log
+    functions, feature maps, candidates) lives in `density_ratio` (or `models`), so moving the fitting code between
+    modules never breaks a cache written before."""
+    import pickle, pickletools
+    from pfwcp_nb.density_ratio import RatioCandidate
+    from pfwcp_nb.ratio_selection import fit_selected_ratios
+    M, train, cal = gaussian_federation(2, K=3)
+    objs = [fit_density_ratios(train, m, epochs=3, progress=False) for m in RATIO_METHODS]
+    objs += [fit_fwcp_ratio(train, epochs=3), fit_selected_ratios(train, candidates=[RatioCandidate("l", 0, "std", 1e-2, 3)])]
+    mods = set()
+    for op, arg, _ in pickletools.genops(pickle.dumps(objs)):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE") and str(arg).startswith("pfwcp_nb"):
+            mods.add(arg)
+    assert mods and mods <= {"pfwcp_nb.density_ratio", "pfwcp_nb.models"}, mods
+
+
+# ---------------------------------------------------------------- federated standardisation (06b, 06d)
+from pfwcp_nb.density_ratio import StandardizedFeatures
+from pfwcp_nb.ratio_diagnostics import CLIP_SHARE_WARN, N_EFF_SHARE_WARN, RatioWarning, ratio_diagnostics
+from pfwcp_nb.ratio_features import feature_moments, pooled_standardization
+from pfwcp_nb.ratio_fit import ratio_data
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("method", RATIO_METHODS)
+def test_standardised_ratio_does_not_depend_on_units(seed, method):
+    """Property: a ratio fitted on affinely rescaled covariates (per-column scale in [e^-8, e^8], shift up to 1e6) equals
+    the one fitted on the original covariates, at the same points, within 1e-4 (observed <= 5e-7: float32 rounding of the
+    standardised features; a changed fit moves log-ratios by 1e-2 or more). FWCP's classifier too."""
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(0.5 * k, 1.0, size=(30, 3)) for k in range(3)]
+    a, b = np.exp(rng.uniform(-8, 8, 3)), rng.uniform(-1e6, 1e6, 3)
+    Y = [x * a + b for x in X]
+    r, s = (fit_density_ratios(Z, method, epochs=100, seed=seed, progress=False) for Z in (X, Y))
+    for k in range(3):
+        np.testing.assert_allclose(s[k].log(Y[k]), r[k].log(X[k]), atol=1e-4, rtol=0)
+    assert isinstance(r[1].features, StandardizedFeatures) and r[1].hparams["standardize"] is True
+    if method == "pairwise":
+        f, g = fit_fwcp_ratio(X, epochs=100, seed=seed), fit_fwcp_ratio(Y, epochs=100, seed=seed)
+        np.testing.assert_allclose(g.log(Y[1]), f.log(X[1]), atol=1e-4, rtol=0)
+
+
+def test_standardize_false_is_the_papers_features():
+    "standardize=False feeds the dataset's features as they are (`features` is the plain RatioFeatures)."
+    M, train, cal = gaussian_federation(1, K=3)
+    r = fit_density_ratios(train, epochs=5, standardize=False, progress=False)
+    assert not isinstance(r[1].features, StandardizedFeatures) and r[1].hparams["standardize"] is False
+    with pytest.raises(ValueError, match="standardize='no'"):
+        fit_density_ratios(train, epochs=1, standardize="no", progress=False)
+    with pytest.raises(ValueError, match="standardize=1"):
+        fit_fwcp_ratio(train, epochs=1, standardize=1)
+
+
+def test_pooled_standardization_is_checked_untrusted_input():
+    rng = np.random.default_rng(0)
+    F = [rng.normal(1e8, 3.0, size=(n, 2)) for n in (5, 9)]
+    mu, sd = pooled_standardization([feature_moments(f) for f in F], 2)
+    P = np.concatenate(F)
+    np.testing.assert_allclose(mu, P.mean(0), rtol=1e-14)
+    np.testing.assert_allclose(sd, P.std(0), rtol=1e-6)       # exact far from zero (sums of squares would cancel)
+    good = feature_moments(F[0])
+    for bad, msg in [({**good, "n": -1}, r"agent 2: count n=-1"), ({**good, "n": "5"}, "agent 2: count"),
+                     ({**good, "sum": [1.0, float("inf")]}, "agent 2: field 'sum'"),
+                     ({**good, "sum_sq_dev": [1.0, -2.0]}, "agent 2: field 'sum_sq_dev' has negative"),
+                     ({**good, "sum": [[1.0, 2.0]]}, "agent 2: field 'sum'"), ({"n": 5}, "agent 2: a standardisation record")]:
+        with pytest.raises(ValueError, match=msg):
+            pooled_standardization([good, bad], 2)
+    with pytest.raises(ValueError, match="agent 1: count n=5 but the agent holds 6"):
+        pooled_standardization([good, good], 2, counts=[6, 5])
+
+
+# ---------------------------------------------------------------- diagnostics and RatioWarning (06a)
+def _raw_scale_federation():
+    "The severe Gaussian shift with its first covariate on a raw scale: 1e6 + 1e5 x_1 (the saturating example of 06d)."
+    fed = make_federation("gaussian", "severe", K=5, seed=3)
+    rng = np.random.default_rng(3)
+    scale, shift = np.r_[1e5, np.ones(9)], np.r_[1e6, np.zeros(9)]
+    return [fed.sample(k, 100, rng)[0] * scale + shift for k in range(5)]
+
+
+def test_warning_fires_on_raw_scale_and_not_when_standardised():
+    X = _raw_scale_federation()
+    with pytest.warns(RatioWarning, match=r"density ratio of agent \d: 9\d%|100% of its log-weights sit at the clip") as rec:
+        raw = fit_density_ratios(X, epochs=200, standardize=False, progress=False)
+    import re
+    flagged = {int(re.match(r"density ratio of agent (\d+):", str(w.message)).group(1)) for w in rec if w.category is RatioWarning}
+    d = raw[1].diagnostics
+    assert flagged == set(d.agent[d.clip_share > CLIP_SHARE_WARN]) and len(flagged) >= 2
+    assert all("standardize=True" in str(w.message) and "leave agent" in str(w.message) for w in rec)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RatioWarning)                       # the healthy fit: no warning at all
+        std = fit_density_ratios(X, epochs=200, progress=False)
+    assert (std[1].diagnostics.clip_share == 0).all() and (std[1].diagnostics.n_eff_share > N_EFF_SHARE_WARN).all()
+
+
+def test_ratio_diagnostics_table():
+    M, train, cal = gaussian_federation(4, K=3)
+    r = fit_density_ratios(train, epochs=50, progress=False)
+    d = ratio_diagnostics(r, cal)
+    assert list(d.columns) == ["agent", "n", "n_eff", "n_eff_share", "clip_share", "max_weight", "log_bound"]
+    assert d.agent.tolist() == [1, 2, 3] and d.n.tolist() == [100] * 3 and d.n_eff[0] == 100
+    np.testing.assert_allclose(d.n_eff_share, d.n_eff / d.n)
+    assert ((d.max_weight >= 1 / d.n) & (d.max_weight <= 1)).all() and r[1].log_bound == pytest.approx(np.log((1 - 1e-6) / 1e-6))
+    assert r[1].diagnostics.equals(ratio_diagnostics(r, train))            # fit_density_ratios: at the training covariates
+    with pytest.raises(ValueError, match="3 weight functions for 2"):
+        ratio_diagnostics(r, cal[:2])
+
+
+# ---------------------------------------------------------------- cross-fitting and the ratio data (06d)
+@pytest.mark.parametrize("method", RATIO_METHODS)
+def test_crossfit_out_of_fold_shapes_and_mean(method):
+    rng = np.random.default_rng(8)
+    X = [rng.normal(0.4 * k, 1.0, size=(n, 2)) for k, n in enumerate((12, 9, 15))]
+    r = fit_density_ratios(X, method, epochs=20, crossfit=3, progress=False)
+    Xq = rng.normal(size=(7, 2))
+    for k in range(3):
+        assert r[k].oof_own.shape == (len(X[k]),) and r[k].oof_test.shape == (12,)
+        assert r[k].fold_log(Xq).shape == (3, 7) and np.all(np.isfinite(r[k].oof_own))
+        np.testing.assert_allclose(r[k].log(Xq), r[k].fold_log(Xq).mean(0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(r[0].oof_own, np.zeros(12))
+    assert len(r[1].nets) == 3 and r[1].hparams["crossfit"] == 3 and r[1].log_bound == r[1].folds[0].log_bound
+    # every held-out log-ratio is one fold fit's, at a point that fit did not train on: it differs from the mean
+    assert not np.allclose(r[1].oof_own, r[1].log(X[1]))
+    a = fit_density_ratios(X, method, epochs=20, crossfit=3, progress=False)
+    np.testing.assert_array_equal(a[2].oof_test, r[2].oof_test)           # seeded: the same folds and fits
+
+
+@pytest.mark.parametrize("crossfit, msg", [(0, "crossfit=0: must be an integer >= 1"), (-2, "crossfit=-2"),
+                                           (2.5, "crossfit=2.5"), (True, "crossfit=True"),
+                                           (10, "crossfit=10: more folds than agent 2's 9 ratio covariates")])
+def test_crossfit_bad_input(crossfit, msg):
+    X = [np.zeros((12, 2)), np.ones((9, 2)), np.zeros((15, 2))]
+    with pytest.raises(ValueError, match=msg):
+        fit_density_ratios(X, epochs=1, crossfit=crossfit, progress=False)
+
+
+def test_ratio_data_sources():
+    rng = np.random.default_rng(2)
+    tr = [rng.normal(size=(4, 3)) for _ in range(3)]
+    pool = [rng.normal(size=(6, 3)), None, rng.normal(size=(2, 3))]
+    cal0, test0 = rng.normal(size=(5, 3)), rng.normal(size=(8, 3))
+    out = ratio_data(tr, pool, cal0, test0)
+    assert [len(x) for x in out] == [4 + 6 + 5 + 8, 4, 4 + 2]
+    perm = rng.permutation(13)
+    bag = np.concatenate([cal0, test0])[perm]
+    np.testing.assert_array_equal(ratio_data(tr, pool, bag[:5], bag[5:])[0], out[0])   # symmetric in the bag
+    assert ratio_data(tr)[0] is not None and all(np.array_equal(a, b) for a, b in zip(ratio_data(tr), tr))
+    for kw, msg in [(dict(test_cal_X=cal0), "both or neither"), (dict(test_X=test0), "both or neither"),
+                    (dict(pool_X=[None]), "1 entries for 3 agents"),
+                    (dict(pool_X=[np.zeros((2, 2)), None, None]), r"pool_X\[0\]"),
+                    (dict(test_cal_X=cal0, test_X=np.zeros((2, 4))), "features")]:
+        with pytest.raises(ValueError, match=msg):
+            ratio_data(tr, **kw)

@@ -7,7 +7,7 @@ import torch
 from sklearn.decomposition import PCA
 
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.density_ratio import fit_density_ratios
+from pfwcp_nb.ratio_fit import fit_density_ratios
 from pfwcp_nb.models import (
     PREDICTOR_ARCHS, FederatedPredictor, classification_score, fit_pca, predictor_settings, regression_score,
     train_predictor,

@@ -143,7 +143,7 @@ def test_simulation_agrees_with_in_process_survives_a_timeout_and_only_parameter
                 else:
                     assert name == PIPE and set(items) == {"json"}
                     msg = json.loads(items["json"])
-                    allowed = {"type", "agent", "n_train", "d", "n_cal", "n_test", "sum_y", "sum_y2", "round", "counts",
+                    allowed = {"type", "agent", "n_train", "n_ratio", "d", "n_cal", "n_test", "sum_y", "sum_y2", "round", "counts",
                                "m", "coverage", "mean_size", "infinite_share"}
                     assert set(msg) <= allowed, set(msg) - allowed
                     assert all(isinstance(v, (int, float, str, type(None))) or k == "counts" for k, v in msg.items())
@@ -176,10 +176,11 @@ class InProcessGrid:
 
 
 def run_in_process(K, mods=(), silent=None, dataset="gaussian", train_kw=TK, data_dir=None, policies=None,
-                   agreements=None, **kw):
+                   agreements=None, data=None, **kw):
     """pipeline_server against the real ClientApp in this process; `policies` {agent: QueryPolicy} (default: the agreed
-    one), `agreements` {agent: TrainingAgreement} (default: the server's dataset, seed 0 and train_kw)."""
-    data = federation_data(dataset, K=K, seed=0, data_dir=data_dir, **SIZES)
+    one), `agreements` {agent: TrainingAgreement} (default: the server's dataset, seed 0 and train_kw); `data` the
+    agents' AgentData (default `federation_data`)."""
+    data = federation_data(dataset, K=K, seed=0, data_dir=data_dir, **SIZES) if data is None else data
     part = lambda ctx: int(ctx.node_config["partition-id"])
     pol = policies if policies is not None else {k: agreed_policy(k, 0.1, n1=SIZES["n_cal"], m=SIZES["n_test"])
                                                  for k in range(K)}
@@ -459,7 +460,7 @@ def set_up_agent(k=1, K=3, dataset="gaussian", train_kw=TK, seed=0):
     plans = plan_tasks(ag.pred, ag.rat, K, d, d, None)
     plans[1].members, plans[1].label = [[0, j] for j in range(1, K)], [[1, 0]] * (K - 1)
     f = {"task": "regression", "y_mean": 0.0, "y_std": 1.0, "d": d, "eps": ag.rat["eps"],
-         "plans": {p.name: p.to_dict() for p in plans}, "predictor": None, "ratios": None}
+         "plans": {p.name: p.to_dict() for p in plans}, "predictor": None, "ratios": None, "ratio_std": None}
     ctx = Context(run_id=1, node_id=1, node_config={"partition-id": k}, state=RecordDict(), run_config={})
     msg = {"type": "Request", "stage": "features", "features": f}
     agent_query(ctx, data[k], k, msg, _pipe(msg), ag)
@@ -663,3 +664,107 @@ def test_the_attacks_script_refuses_bad_arguments():
     r = subprocess.run([sys.executable, str(ROOT / "studies" / "flower_pipeline" / "flower_pipeline_attacks.py"), "--bogus"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "usage:" in r.stderr
+
+
+# ---- every covariate an agent holds feeds its ratios: unlabelled pools, and the standardised ratio features
+from pfwcp_nb.models import training_seed
+from pfwcp_nb.ratio_fit import fit_density_ratios, ratio_data
+
+POOL = 15     # unlabelled covariates of agent k: POOL + 5 k (different counts: the FedAvg weights must follow them)
+
+
+def pooled_data(K, scale=1.0):
+    "`federation_data` with an unlabelled pool per agent (each agent's own shift, a separate stream), the first covariate x `scale`."
+    fed = make_federation("gaussian", "severe", K=K, seed=0)
+    rng = np.random.default_rng(77)
+    data = [dataclasses.replace(d, pool_X=fed.sample(k, POOL + 5 * k, rng)[0])
+            for k, d in enumerate(federation_data("gaussian", K=K, seed=0, **SIZES))]
+    s = np.r_[scale, np.ones(9)]
+    return [dataclasses.replace(d, train_X=d.train_X * s, cal_X=d.cal_X * s, pool_X=d.pool_X * s,
+                                test_X=None if d.test_X is None else d.test_X * s) for d in data]
+
+
+def run_pooled(K, data, train_kw, mods=()):
+    ag = {k: TrainingAgreement("gaussian", 0, train_kw, agents=K, max_train=SIZES["n_train"] + POOL + 5 * K) for k in range(K)}
+    return run_in_process(K, mods=mods, data=data, train_kw=train_kw, agreements=ag)
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_pools_and_standardised_ratio_features_agree_with_in_process(task_identity, standardize):
+    """Over Flower each agent's ratio covariates are its training points and its pool; with standardize=True one more
+    set-up round pools their moments. The ratio classifiers equal `fit_density_ratios(ratio_data(train, pool))` in
+    process within 1e-6 (FedAdam, full batch: bit for bit here), and so do the thresholds (the predictor as before)."""
+    K, scale = 3, (1e4 if standardize else 1.0)
+    data = pooled_data(K, scale)
+    tk = {"predictor": {"epochs": 6}, "ratios": {"epochs": 5, "standardize": standardize}}
+    log = []
+    def stages(msg, ctx, call_next):          # a client mod: the set-up stages each agent was asked
+        if PIPE in msg.content.config_records:
+            log.append(json.loads(msg.content.config_records[PIPE]["json"]).get("stage"))
+        return call_next(msg, ctx)
+    res = run_pooled(K, data, tk, mods=[stages])
+    ref = fit_density_ratios(ratio_data([d.train_X for d in data], [d.pool_X for d in data]), seed=training_seed(0, 0),
+                             dataset="gaussian", epochs=5, standardize=standardize, progress=False)
+    assert max(max_param_diff(n, ref[g + 1].nets[g]) for g, n in enumerate(res.ratio_nets)) <= 1e-6
+    assert ("ratio-moments" in log) is standardize
+    no_pool = fit_density_ratios([d.train_X for d in data], seed=training_seed(0, 0), dataset="gaussian", epochs=5,
+                                 standardize=standardize, progress=False)
+    assert max(max_param_diff(n, no_pool[g + 1].nets[g]) for g, n in enumerate(res.ratio_nets)) > 1e-4   # the pools count
+    # the thresholds: the agents' scores under the trained predictor and these weights, calibrated in process
+    cal = [AgentCalibration(res.predictor.scores(d.cal_X, d.cal_y), None if k == 0 else ref[k](d.cal_X)) for k, d in enumerate(data)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        q = PFWCP(0.1).calibrate(cal).threshold(np.column_stack([r(data[0].test_X) for r in ref]))
+    np.testing.assert_allclose(res.thresholds, q, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda d, r: json.dumps({**d, "n": d["n"] + 1}), r"agent 2 \(node 102\): count n=\d+ but the agent holds \d+"),
+    (lambda d, r: json.dumps({**d, "sum_sq_dev": [-1.0] * 10}), "'sum_sq_dev' has negative entries"),
+    (lambda d, r: json.dumps({**d, "sum": d["sum"][:3]}), "field 'sum' must be 10 finite numbers"),
+    (lambda d, r: json.dumps({**d, "sum": [1e309] * 10}), "field 'sum' must be 10 finite numbers|literal"),
+    (lambda d, r: json.dumps({**d, "extra": 1}), "not a RatioMoments answer"),
+])
+def test_a_malicious_agent_in_the_standardisation_round_is_left_out(task_identity, change, why):
+    "An invalid ratio-moments record (counts that differ from the stats, negative or missing sums, another field) leaves its agent out, named; the run goes on."
+    tk = {"predictor": {"epochs": 3}, "ratios": {"epochs": 3, "standardize": True}}
+    res = run_pooled(3, pooled_data(3), tk, mods=[rewrite(2, "ratio-moments", change)])
+    assert any(e.startswith("ratio-moments: agent 2 sent an invalid answer") and re.search(why, e) for e in res.events), res.events
+    assert res.trained == [0, 1] and res.agents == [0, 1] and res.thresholds is not None
+
+
+def test_standardize_over_flower_is_agreed_and_checked():
+    with pytest.raises(ValueError, match="standardize']='yes'"):
+        TrainingAgreement("gaussian", train_kw={"ratios": {"standardize": "yes"}}, agents=3, max_train=20)
+    with pytest.raises(ValueError, match="not implemented over Flower"):
+        PipelineConfig("cifar10c", 3, train_kw={"ratios": {"standardize": True}})
+    assert PipelineConfig("gaussian", 3).rat["standardize"] is False          # the paper's, as train_setup
+
+
+def test_node_files_carry_the_pool(tmp_path):
+    "`write_node_data` writes an agent's pool_X (when it holds one) and `load_node_data` reads it back; none: None."
+    from pfwcp_nb.federation.deploy import load_node_data
+    data = pooled_data(2)
+    data[0] = dataclasses.replace(data[0], pool_X=None)
+    paths = write_node_data(tmp_path, data)
+    ctx = lambda k: Context(run_id=1, node_id=1, node_config={"partition-id": k, "data-path": str(paths[k]),
+                                                         "pipeline-dataset": "gaussian", "pipeline-agents": 2,
+                                                         "pipeline-max-train": 100},
+                            state=RecordDict(), run_config={})
+    np.testing.assert_array_equal(load_node_data(ctx(1)).pool_X, data[1].pool_X)
+    assert load_node_data(ctx(0)).pool_X is None and load_node_data(ctx(0)).test_X is not None
+
+
+@pytest.mark.slow
+def test_simulated_flower_gives_the_in_process_ratios_with_pools_and_standardisation():
+    "Flower's simulation engine (Ray) with pools and standardize=True: the ratio classifiers of `fit_density_ratios(ratio_data(...))` within 1e-6."
+    K = 3
+    data = pooled_data(K, scale=1e4)
+    tk = {"predictor": {"epochs": 3}, "ratios": {"epochs": 5, "standardize": True}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = simulate_pipeline("gaussian", K=K, seed=0, train_kw=tk, data=data, actors=2)
+    ref = fit_density_ratios(ratio_data([d.train_X for d in data], [d.pool_X for d in data]), seed=training_seed(0, 0),
+                             dataset="gaussian", epochs=5, progress=False)
+    assert res.trained == [0, 1, 2]
+    assert max(max_param_diff(n, ref[g + 1].nets[g]) for g, n in enumerate(res.ratio_nets)) <= 1e-6

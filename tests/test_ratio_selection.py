@@ -1,4 +1,4 @@
-"""Ratio models chosen by data (`density_ratio.fit_selected_ratios`, `pipeline.with_ratio_model`, the runner's
+"""Ratio models chosen by data (`ratio_selection.fit_selected_ratios`, `pipeline.with_ratio_model`, the runner's
 `ratio_model`): deterministic per seed, the server sees only (loss sum, count) per agent, bad inputs, and the
 runner reuses the paper setup's predictor under the selected ratios' own cache key."""
 import pickle
@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from pfwcp_nb import density_ratio as DR
+from pfwcp_nb import ratio_selection as DR
+from pfwcp_nb.ratio_fit import fit_density_ratios
 from pfwcp_nb import grid as grid_mod, pipeline, runner
 from pfwcp_nb.cache import ResultCache, RunConfig
-from pfwcp_nb.density_ratio import RatioCandidate, fit_selected_ratios, ratio_candidates
+from pfwcp_nb.density_ratio import RatioCandidate
+from pfwcp_nb.ratio_selection import fit_selected_ratios, ratio_candidates
 from conftest import grid_run
 
 from test_cli import _check_usage_error, _run
@@ -57,7 +59,7 @@ def test_selection_sees_only_loss_sum_and_count(monkeypatch):
 def test_selected_paper_candidate_equals_paper_fit():
     X = _agents(2)
     w = fit_selected_ratios(X, seed=2, candidates=[RatioCandidate("paper", 10, "paper", epochs=30)])
-    p = DR.fit_density_ratios(X, seed=2, epochs=30, progress=False)
+    p = fit_density_ratios(X, seed=2, epochs=30, standardize=False, progress=False)   # the "paper" candidate: raw features
     for k in range(1, len(X)):
         np.testing.assert_allclose(w[k].log(X[k]), p[k].log(X[k]), rtol=1e-6, atol=1e-6)
 

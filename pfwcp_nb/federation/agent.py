@@ -16,7 +16,8 @@ from ..pfwcp import PROTOCOL_VERSION, AgentCalibration
 from ..query_policy import QueryPolicy, QueryRefused
 from ..federated import local_round
 from ..models import FederatedPredictor, PCAProjection
-from ..density_ratio import RatioFeatures, pairwise_ratio_functions
+from ..density_ratio import RatioFeatures, StandardizedFeatures, pairwise_ratio_functions
+from ..ratio_features import STANDARD_LOC, STANDARD_SCALE, feature_moments
 from .plan import TaskPlan, round_move, initial_networks
 from .agreement import (RUN_STATE, POLICY_STATE, TrainingAgreement, _check_move, _remember, _run_state,
                                            _spend, _spend_privacy, _state_json, _set_state_json, _state_arrays,
@@ -84,6 +85,19 @@ class AgentData:
     cal_y: np.ndarray
     test_X: np.ndarray | None = None     # the test agent's test points
     test_y: np.ndarray | None = None     # their labels, if known (coverage)
+    pool_X: np.ndarray | None = None     # unlabelled covariates: more rows for the density ratios only
+
+# %% ../../nbs/10c_federation_agent.ipynb #84109e3f
+def _ratio_covariates(data: AgentData, who: str = "agent") -> np.ndarray:
+    "The agent's ratio covariates (n_ratio, d): its training covariates, then its unlabelled pool if it holds one."
+    X = np.asarray(data.train_X, dtype=np.float64).reshape(len(data.train_X), -1)
+    if data.pool_X is None: return X
+    P = np.asarray(data.pool_X, dtype=np.float64)
+    P = P.reshape(len(P), -1) if P.ndim >= 2 else P
+    if P.ndim != 2 or P.shape[1] != X.shape[1] or not np.all(np.isfinite(P)):
+        raise ValueError(f"{who}: pool_X must hold finite covariates with the training covariates' {X.shape[1]} columns, "
+                         f"got shape {P.shape}.")
+    return np.concatenate([X, P])
 
 # %% ../../nbs/10c_federation_agent.ipynb #64d2afb0
 def _agent_plans(ctx: Context, who: str) -> dict:
@@ -97,6 +111,13 @@ def _agent_proj(ctx: Context, which: str) -> PCAProjection | None:
     a = _state_arrays(ctx, f"pipe-pca-{which}")
     return PCAProjection(a["mean"], a["components"], cfg["scale"], cfg["explained"])
 
+# %% ../../nbs/10c_federation_agent.ipynb #3b16afeb
+def _agent_ratio_features(ctx: Context) -> RatioFeatures | StandardizedFeatures:
+    "The ratio classifiers' features of the set-up: the ratio PCA (if any), then the agreed standardisation (if any)."
+    feat, s = RatioFeatures(_agent_proj(ctx, "ratios")), _state_json(ctx, "pipe-features").get("ratio_std")
+    return feat if s is None else StandardizedFeatures(feat, np.asarray(s["mean"], dtype=np.float64),
+                                                         np.asarray(s["sd"], dtype=np.float64), STANDARD_LOC, STANDARD_SCALE)
+
 # %% ../../nbs/10c_federation_agent.ipynb #c478914f
 def _agent_targets(ctx: Context, plan: TaskPlan, data: AgentData, g: int, j: int) -> tuple:
     "Features and targets of agent's replica (federation g, member j), as the in-process clients."
@@ -109,8 +130,7 @@ def _agent_targets(ctx: Context, plan: TaskPlan, data: AgentData, g: int, j: int
         if plan.loss == "mse":
             return Z, (y.astype(np.float64) - f["y_mean"]) / f["y_std"]
         return Z, y.astype(np.int64)
-    p = _agent_proj(ctx, "ratios")
-    Z = p.transform(X) if p is not None else X
+    Z = _agent_ratio_features(ctx).transform(_ratio_covariates(data))
     lab = np.ones if plan.label[g][j] == 1 else np.zeros
     return Z, lab(len(Z), np.float32)
 
@@ -222,7 +242,7 @@ def _agent_ratios(ctx: Context, ks: list) -> list:
         with torch.no_grad():
             for n, p in m.named_parameters(): p.copy_(torch.as_tensor(w[n]))
         nets[k - 1] = m.eval()
-    fns = pairwise_ratio_functions(nets, RatioFeatures(_agent_proj(ctx, "ratios")), f["d"], f["eps"])
+    fns = pairwise_ratio_functions(nets, _agent_ratio_features(ctx), f["d"], f["eps"])
     return [fns[k] for k in ks]
 
 # %% ../../nbs/10c_federation_agent.ipynb #4268df53
@@ -240,7 +260,7 @@ def _answer_stats(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
         raise QueryRefused(f"{who}: stats asked for task {d.get('task')!r}, pca {d.get('pca')!r}; agreed: "
                            f"{agreement.pred['task']!r}, {need_pca}.")
     _spend(ctx, agreement, "stats", who)     # each stage's agreed number of answers: checked, counted, then computed
-    out = {"type": "Stats", "n_train": len(X), "d": X.shape[1], "n_cal": len(data.cal_X),
+    out = {"type": "Stats", "n_train": len(X), "n_ratio": len(_ratio_covariates(data, who)), "d": X.shape[1], "n_cal": len(data.cal_X),
            "n_test": 0 if data.test_X is None else len(data.test_X)}
     y = np.asarray(data.train_y).reshape(-1)
     if d["task"] == "regression":
@@ -259,6 +279,15 @@ def _answer_pca(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
         R = np.linalg.qr(X - mu, mode="r")
     return _pipe({"type": "PCA"}, {"pca": {"R": R}})
 
+# %% ../../nbs/10c_federation_agent.ipynb #553ef274
+def _answer_ratio_moments(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
+    "Stage ratio-moments: count, sums and centred sums of squares of the ratio covariates, if their standardisation is agreed."
+    if not agreement.rat["standardize"]:
+        raise QueryRefused(f"{who}: ratio-moments asked, but the agreed ratio classifiers do not standardise their "
+                           "features (train_kw['ratios']['standardize'] is False).")
+    _spend(ctx, agreement, "ratio-moments", who)
+    return _pipe({"type": "RatioMoments", **feature_moments(_ratio_covariates(data, who))})
+
 # %% ../../nbs/10c_federation_agent.ipynb #db429cec
 def _features_pca(f: dict, content: RecordDict, d: int, which: str, who: str) -> dict:
     "The features message's `which` PCA (mean, orthonormal components, finite scale > 0), checked."
@@ -274,11 +303,25 @@ def _features_pca(f: dict, content: RecordDict, d: int, which: str, who: str) ->
         raise ValueError(f"{who}: the {which} PCA scale must be finite and > 0, got {f[which]['scale']!r}.")
     return a
 
+# %% ../../nbs/10c_federation_agent.ipynb #6079be8f
+def _features_ratio_std(f: dict, d: int, agreement, who: str) -> None:
+    "The features message's standardisation of the ratio features: None unless agreed, else d finite means and s.d. > 0."
+    s = f["ratio_std"]
+    if not agreement.rat["standardize"]:
+        if s is not None:
+            raise QueryRefused(f"{who}: the features message standardises the ratio features, which was not agreed.")
+        return
+    num = lambda v: isinstance(v, list) and len(v) == d and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
+    if not (isinstance(s, dict) and set(s) == {"mean", "sd"} and num(s["mean"]) and num(s["sd"]) and min(s["sd"]) > 0):
+        raise ValueError(f"{who}: the ratio features' standardisation needs the fields mean and sd, {d} finite numbers "
+                         f"each, sd > 0; got {s!r:.200}")
+
 # %% ../../nbs/10c_federation_agent.ipynb #a86901a9
 def _answer_features(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
     "Stage features: the set-up (plans, label moments, PCA), accepted only as agreed; kept in the run's state."
     f = d.get("features")
-    keys = {"task", "y_mean", "y_std", "d", "eps", "plans", "predictor", "ratios"}
+    keys = {"task", "y_mean", "y_std", "d", "eps", "plans", "predictor", "ratios", "ratio_std"}
     if not isinstance(f, dict) or set(f) != keys or set(f["plans"]) != {"predictor", "ratios"}:
         raise ValueError(f"{who}: the features message needs the fields {sorted(keys)}, got {f!r:.200}")
     agreement.check_plans({n: TaskPlan.from_dict(p, who) for n, p in f["plans"].items()}, X.shape[1], k, who)
@@ -290,6 +333,7 @@ def _answer_features(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
         raise QueryRefused(f"{who}: the features message is not the agreed set-up (task, d={f['d']!r} for "
                            f"{X.shape[1]} covariates, eps, y_std, PCA or not): {f!r:.300}")
     arrs = {w: _features_pca(f, content, X.shape[1], w, who) for w in ("predictor", "ratios") if f[w] is not None}
+    _features_ratio_std(f, X.shape[1], agreement, who)
     _spend(ctx, agreement, "features", who)
     for which, a in arrs.items(): _set_state_arrays(ctx, f"pipe-pca-{which}", a)
     _set_state_json(ctx, "pipe-features", f)
@@ -349,7 +393,7 @@ def _answer_predict(ctx, data, X, k, d, content, agreement, who) -> RecordDict:
     return _pipe(out)
 
 # %% ../../nbs/10c_federation_agent.ipynb #9e1ef904
-STAGES = {"stats": _answer_stats, "pca": _answer_pca, "features": _answer_features, "models": _answer_models,
+STAGES = {"stats": _answer_stats, "pca": _answer_pca, "ratio-moments": _answer_ratio_moments, "features": _answer_features, "models": _answer_models,
           "test-weights": _answer_test_weights, "predict": _answer_predict}   # stage -> its handler, in run order
 
 def agent_query(ctx: Context, data: AgentData, k: int, d: dict, content: RecordDict,

@@ -430,11 +430,11 @@ def save_result(res: PipelineResult, path) -> None:
 def write_node_data(folder, # one agent_K.npz per agent is written here
                     data: list, # AgentData per agent, agent 0 first (from `federation_data` or your own)
                    ) -> list: # the written paths
-    "The files the deployed SuperNodes read (`load_node_data`): train_X, train_y, cal_X, cal_y [, test_X, test_y]."
+    "The files the deployed SuperNodes read (`load_node_data`): train_X, train_y, cal_X, cal_y [, test_X, test_y] [, pool_X]."
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for k, d in enumerate(data):
-        arrs = {f: getattr(d, f) for f in ("train_X", "train_y", "cal_X", "cal_y", "test_X", "test_y")
+        arrs = {f: getattr(d, f) for f in ("train_X", "train_y", "cal_X", "cal_y", "test_X", "test_y", "pool_X")
                 if getattr(d, f) is not None}
         np.savez(folder / f"agent_{k}.npz", **arrs)
         paths.append(folder / f"agent_{k}.npz")
@@ -476,7 +476,7 @@ def load_node_data(context: Context) -> AgentData:
         if not need <= set(z.files):
             raise ValueError(f"{path}: needs the arrays {sorted(need)} (and test_X [, test_y] for agent 0), has {z.files}.")
         return AgentData(*(z[f] if f in z.files else None
-                           for f in ("train_X", "train_y", "cal_X", "cal_y", "test_X", "test_y")))
+                           for f in ("train_X", "train_y", "cal_X", "cal_y", "test_X", "test_y", "pool_X")))
 
 # %% ../../nbs/10g_federation_deploy.ipynb #6f1d557b
 pipeline_client = pipeline_client_app(load_node_data, load_pipeline_policy, load_node_agreement, mods=[packing_mod])   # node_config: PIPELINE_NODE_CONFIG

@@ -71,6 +71,15 @@ def from_dict(cls: TaskPlan, d: dict, who: str = "server"):
     dp = None if d["dp"] is None else DPConfig.from_dict(d["dp"], who).to_dict()
     return cls(**{**d, "hidden": tuple(d["hidden"]), "dp": dp})
 
+# %% ../../nbs/10a_federation_plan.ipynb #bb9e7cef
+def _check_ratio_standardize(rat: dict) -> None:
+    "The ratios' `standardize` option over Flower: a bool; with a ratio PCA (images) not implemented (ValueError)."
+    if not isinstance(rat["standardize"], bool):
+        raise ValueError(f"train_kw['ratios']['standardize']={rat['standardize']!r}: use True or False.")
+    if rat["standardize"] and rat["pca"] is not None:
+        raise ValueError("train_kw['ratios']: standardize=True with a ratio PCA is not implemented over Flower; "
+                         "standardize the raw covariates (pca=None) or keep standardize=False.")
+
 # %% ../../nbs/10a_federation_plan.ipynb #8f3fcd06
 def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
     "The in-process defaults (train_predictor, fit_density_ratios with hparams='paper') with the overrides of `train_kw`."
@@ -86,7 +95,7 @@ def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
     rs = ratio_settings(dataset)
     rat = dict(hparams="paper", hidden=rs["hidden"], pca=rs["pca"], epochs=600,
                local_epochs=1, batch_size=200, lr=1e-3, weight_decay=1e-4, server_optimizer="adam", client_lr=1.0,
-               eps=DEFAULT_EPS, dp=None)
+               eps=DEFAULT_EPS, standardize=False, dp=None)
     for name, d in (("predictor", pred), ("ratios", rat)):
         over = dict(kw.get(name, {}))
         over.pop("progress", None)
@@ -102,6 +111,7 @@ def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
     if pred["weight_decay"] is None: pred["weight_decay"] = preset["weight_decay"]
     if rat["pca"] == "auto": rat["pca"] = rs["pca"]
     if pred["pca"] == "auto": pred["pca"] = preset["pca"]
+    _check_ratio_standardize(rat)
     for name, d in (("predictor", pred), ("ratios", rat)):
         if d["pca"] is not None and not (isinstance(d["pca"], float) and 0 < d["pca"] <= 1):
             raise ValueError(f"train_kw[{name!r}]['pca']={d['pca']!r}: over Flower give a variance ratio in (0, 1] or None.")

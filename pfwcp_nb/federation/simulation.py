@@ -140,7 +140,7 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
                       sim: int = 0, # the calibration draw (as `sample_draw`)
                       train_kw: dict | None = None, # {"predictor": {...}, "ratios": {...}} overrides (epochs, ...)
                       min_agents: int | None = None, # training needs this many agents per round (default ceil(K/2), >= 2)
-                      max_train: list | None = None, # the operator's cap on each agent's training points (default: their counts)
+                      max_train: list | None = None, # the operator's cap on each agent's training points with its pool (default: their counts)
                       max_n: list | None = None, # the operator's cap on each agent's calibration points (default: their counts)
                       max_param: float = 1e4, # a training reply with a larger |parameter| is invalid
                       round_timeout: float | None = 60.0, # seconds the server waits for the agents in a round
@@ -161,7 +161,8 @@ def simulate_pipeline(dataset: str, # one of `pfwcp_nb.data.DATASETS`
     data = federation_data(dataset, heterogeneity, seed=seed, K=K, n_train=n_train, n_cal=n_cal, n_test=n_test,
                            sim=sim, data_dir=data_dir) if data is None else data
     K = len(data)
-    max_train = [len(d.train_X) for d in data] if max_train is None else max_train   # the operator drew the data
+    max_train = ([len(d.train_X) + (0 if d.pool_X is None else len(d.pool_X)) for d in data] if max_train is None
+                 else max_train)                                    # the operator drew the data (the pools too)
     max_n = [len(d.cal_X) for d in data] if max_n is None else max_n
     cfg = PipelineConfig(dataset, K, seed=seed, method=method, alpha=alpha, delta=delta, train_kw=train_kw,
                          min_agents=min_agents, round_timeout=round_timeout, node_timeout=node_timeout,

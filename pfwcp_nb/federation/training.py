@@ -17,6 +17,7 @@ from ..models import FederatedPredictor, PCAProjection
 from .plan import MAX_CLASSES, TaskPlan, _settings, plan_tasks, round_move
 from fastcore.basics import patch
 from .server import INVALID, PipelineResult, _Server, _calibrate, _num, calibration_checks
+from ..ratio_features import _moment_record, pooled_standardization
 from .._validate import check_pos_int
 from .agreement import run_epsilon
 from ..privacy import DELTA
@@ -141,7 +142,7 @@ def _connect(grid: Grid, K: int, timeout: float, srv: _Server, task: str, pca: b
 # %% ../../nbs/10e_federation_training.ipynb #61111af4
 def _check_stat(d: dict, content: RecordDict, k: int, task: str, pca: bool, max_train: int, n_classes) -> None:
     "One agent's counts and sums, checked (ValueError naming the field): types, ranges, consistency."
-    need = {"type", "agent", "n_train", "d", "n_cal", "n_test"} | ({"sum_y", "sum_y2"} if task == "regression" else {"max_label"})
+    need = {"type", "agent", "n_train", "n_ratio", "d", "n_cal", "n_test"} | ({"sum_y", "sum_y2"} if task == "regression" else {"max_label"})
     if set(d) != need or d["type"] != "Stats":
         raise ValueError(f"sent fields {sorted(d)}, expected {sorted(need)} (type Stats)")
     for f, lo, hi in (("n_train", 1, max_train), ("d", 1, 10**5), ("n_cal", 1, 10**9), ("n_test", 1 if k == 0 else 0, 10**9)):
@@ -149,6 +150,9 @@ def _check_stat(d: dict, content: RecordDict, k: int, task: str, pca: bool, max_
             raise ValueError(f"reports {f}={d[f]!r:.30}; need an integer in [{lo}, {hi}]"
                              + (" (the operator's cap on its training points, or MAX_TRAIN)" if f == "n_train" else ""))
     n = d["n_train"]
+    if type(d["n_ratio"]) is not int or not n <= d["n_ratio"] <= max_train:
+        raise ValueError(f"reports n_ratio={d['n_ratio']!r:.30}; need an integer in [n_train={n}, {max_train}] (its training "
+                         "points and unlabelled pool, within the cap on its points)")
     if task == "regression":    # sums of y and y^2: finite, of at most 1e100 in root mean square, Cauchy-Schwarz
         s1, s2 = d["sum_y"], d["sum_y2"]
         if not (_num(s1) and _num(s2) and 0 <= s2 <= 1e200 * n and s1 * s1 <= s2 * n * (1 + 1e-9) + 1e-300):
@@ -288,6 +292,28 @@ def _open(grid: Grid, cfg: PipelineConfig) -> _Run:
                       "follow the counts the agents report")
     return run
 
+# %% ../../nbs/10e_federation_training.ipynb #cd579f23
+def _ratio_standardization(run: _Run, stats: dict) -> dict:
+    "The ratio-moments round: every agent's checked record, pooled into the mean and s.d. of the ratio features."
+    d, fields = stats[run.alive[0]][0]["d"], {"type", "agent", "n", "sum", "sum_sq_dev"}
+    got = run.srv.exchange({k: _pipe({"type": "Request", "stage": "ratio-moments"}) for k in run.alive},
+                           MessageType.QUERY, "ratio-moments")
+    def check(k, c):
+        m = _msg_json(c, f"agent {k}")
+        if m.get("type") != "RatioMoments" or set(m) != fields:
+            raise ValueError(f"not a RatioMoments answer with the fields {sorted(fields)}: {m!r:.200}")
+        rec = {f: m[f] for f in ("n", "sum", "sum_sq_dev")}
+        _moment_record(rec, d, f"agent {k} (node {run.srv.node[k]})", stats[k][0]["n_ratio"])
+        return rec
+    recs = run.srv.parse(got, "ratio-moments", check)
+    run.alive = [k for k in run.alive if k in recs]
+    if 0 not in run.alive:
+        raise RuntimeError(f"ratio-moments: the test agent (agent 0) sent no valid record: {run.srv.why.get(0, 'no reply')}")
+    run.need("ratio-moments", "agents left")
+    mu, sd = pooled_standardization([recs[k] for k in run.alive], d, [f"agent {k}" for k in run.alive],
+                                    [stats[k][0]["n_ratio"] for k in run.alive])
+    return {"mean": mu.tolist(), "sd": sd.tolist()}
+
 # %% ../../nbs/10e_federation_training.ipynb #7d133bb1
 def _gather(run: _Run, grid: Grid) -> None:
     "Phase 1: the agents' counts and sums (`_connect`, `_check_stats`), the federated PCA, the pooled label moments."
@@ -303,6 +329,7 @@ def _gather(run: _Run, grid: Grid) -> None:
     (proj_pred, proj_rat), run.alive = (_pca_projections(stats, run.srv, run.alive, [pred["pca"], rat["pca"]])
                                         if need_pca else ((None, None), run.alive))
     run.need("pca", "agents left")
+    ratio_std = _ratio_standardization(run, stats) if rat["standardize"] else None
     y_mean, y_std, n_classes = 0.0, 1.0, None
     if task == "regression" and pred["standardize_y"]:          # as models._predictor_clients: pooled moments
         n = sum(stats[k][0]["n_train"] for k in run.alive)
@@ -313,7 +340,12 @@ def _gather(run: _Run, grid: Grid) -> None:
         n_classes = (int(max(stats[k][0]["max_label"] for k in run.alive)) + 1 if pred["n_classes"] is None
                      else int(pred["n_classes"]))
     run.setup = dict(task=task, d=stats[0][0]["d"], y_mean=float(y_mean), y_std=float(y_std), n_classes=n_classes,
-                     predictor=proj_pred, ratios=proj_rat)
+                     predictor=proj_pred, ratios=proj_rat, ratio_std=ratio_std)
+
+# %% ../../nbs/10e_federation_training.ipynb #d4dbbffa
+def _counts(run: _Run, task: str, ks: list) -> dict:
+    "Each agent's FedAvg count in `task`: its training points (predictor), with its unlabelled pool (ratios)."
+    return {k: run.stats[k][0]["n_train" if task == "predictor" else "n_ratio"] for k in ks}
 
 # %% ../../nbs/10e_federation_training.ipynb #3bf93a5d
 def _privacy_line(plans: dict, agents: list) -> str | None:
@@ -340,7 +372,7 @@ def _features(run: _Run) -> dict:
     s, proj = run.setup, lambda p: None if p is None else {"scale": p.scale, "explained": p.explained_variance_ratio}
     return {"task": s["task"], "y_mean": s["y_mean"], "y_std": s["y_std"], "d": s["d"], "eps": float(run.cfg.rat["eps"]),
             "plans": {t.name: t.to_dict() for t in run.tasks},
-            "predictor": proj(s["predictor"]), "ratios": proj(s["ratios"])}
+            "predictor": proj(s["predictor"]), "ratios": proj(s["ratios"]), "ratio_std": s.get("ratio_std")}
 
 def _set_up(run: _Run) -> None:
     "Phase 2: the plans over the agents still in, the server's tasks, the set-up (features) message each must accept."
@@ -350,8 +382,7 @@ def _set_up(run: _Run) -> None:
     tasks[0].members = [alive]
     tasks[1].members = [[0, k] for k in alive if k != 0]
     tasks[1].label = [[1, 0] for _ in tasks[1].members]
-    counts = {k: run.stats[k][0]["n_train"] for k in alive}
-    run.st = {t.name: ServerTask(t, counts, cfg.seed) for t in tasks}
+    run.st = {t.name: ServerTask(t, _counts(run, t.name, alive), cfg.seed) for t in tasks}
     parr = {f"pca-{w}": _proj_arrays(s[w]) for w in ("predictor", "ratios") if s[w] is not None}
     feats = _features(run)
     got = run.srv.parse(run.srv.exchange({k: _pipe({"type": "Request", "stage": "features", "features": feats}, parr)
@@ -385,15 +416,16 @@ def _round_requests(run: _Run, rnd: int, act: list) -> dict:
 # %% ../../nbs/10e_federation_training.ipynb #97547c24
 def _train_reply(run: _Run, rnd: int, act: list):
     "The check of a training reply (`_Server.parse`): its round, counts, shapes, |parameters| <= max_param, FedAvg moves."
-    counts = {k: run.stats[k][0]["n_train"] for k in run.alive}
+    counts = {t: _counts(run, t, run.alive) for t in ("predictor", "ratios")}
     def check(k, c):
         d = _msg_json(c, f"agent {k}")
         exp = {f"{t.name}-{g}" for t in act for g, _ in t.replicas(k)}
         if (d.get("type") != "TrainReply" or d.get("round") != rnd or not isinstance(d.get("counts"), dict)
                 or set(d["counts"]) != exp):
             raise ValueError(f"not a TrainReply of round {rnd} for {sorted(exp)}: {d!r:.200}")
-        if any(type(v) is not int or v != counts[k] for v in d["counts"].values()):
-            raise ValueError(f"counts {d['counts']} differ from the {counts[k]} training points reported at the start")
+        if any(type(v) is not int or v != counts[n.rsplit("-", 1)[0]][k] for n, v in d["counts"].items()):
+            raise ValueError(f"counts {d['counts']} differ from the points reported at the start (training "
+                             f"{counts['predictor'][k]}, ratios {counts['ratios'][k]})")
         out = {name: _arrays(c.array_records[name], run.st[name.rsplit('-', 1)[0]].plan.shapes(), f"agent {k}")
                for name in exp}
         big = max(float(np.abs(a).max(initial=0.0)) for arrs in out.values() for a in arrs.values())
@@ -404,8 +436,8 @@ def _train_reply(run: _Run, rnd: int, act: list):
             if S.plan.server_optimizer == "avg":
                 sent = S.arrays(g)
                 move = max(float(np.abs(arrs[nm].astype(np.float64) - sent[nm].numpy()).max(initial=0.0)) for nm in arrs)
-                if move > (lim := round_move(S.plan, counts[k])) * (1 + 1e-6) + 1e-7:
-                    raise ValueError(f"{name} moved a coordinate by {move:.3g} in one round; {counts[k]} points of "
+                if move > (lim := round_move(S.plan, counts[S.plan.name][k])) * (1 + 1e-6) + 1e-7:
+                    raise ValueError(f"{name} moved a coordinate by {move:.3g} in one round; {counts[S.plan.name][k]} points of "
                                      f"local Adam move it at most {lim:.3g} (round_move)")
         return out
     return check

@@ -28,7 +28,7 @@ from scipy.stats import multivariate_normal
 from sklearn.linear_model import Ridge
 
 from pfwcp_nb.methods import CalibrationDraw, cp, ospfwcp, pfwcp
-from pfwcp_nb.density_ratio import fit_density_ratios
+from pfwcp_nb.ratio_fit import fit_density_ratios
 from pfwcp_nb.metrics import coverage_metrics, evaluate_thresholds
 
 K, D, N_CAL, N_TRAIN, M_TEST = 8, 3, 50, 200, 500
@@ -74,7 +74,7 @@ class Federation:
 def weight_functions(fed: Federation, kind: str, train_X: list, seed: int) -> list:
     "K functions X -> omega^k(X), the first = 1."
     if kind == "estimated":
-        return fit_density_ratios(train_X, seed=seed, progress=False)
+        return fit_density_ratios(train_X, seed=seed, standardize=False, progress=False)
     c = {"true": 1.0, "true x0.5": 0.5, "true x1.5": 1.5}[kind]
     return [lambda X: np.ones(len(X))] + [lambda X, k=k: np.exp(c * fed.log_ratio(k, X)) for k in range(1, K)]
 

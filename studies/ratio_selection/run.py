@@ -1,5 +1,5 @@
 """Ratio models chosen by data against the paper's (issue 17 item 2): per (dataset, heterogeneity), the paper's
-pairwise classifiers and `density_ratio.fit_selected_ratios` on the same training split (seed 0, the runner's), both
+pairwise classifiers and `ratio_selection.fit_selected_ratios` on the same training split (seed 0, the runner's), both
 against the oracle ratios on fresh calibration samples: per agent the n_eff ratio, Spearman and centred log-ratio RMSE
 (`density_ratio.ratio_quality`), median over `--draws` calibration samples of 100 points per agent.
 Writes OUT/quality.csv (per cell, ratio model, draw, agent), OUT/selection.csv (every candidate's pooled held-out
@@ -19,7 +19,9 @@ import pandas as pd
 
 from pfwcp_nb.cache import ResultCache, RunConfig
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.density_ratio import fit_density_ratios, fit_selected_ratios, oracle_density_ratios, ratio_quality
+from pfwcp_nb.density_ratio import oracle_density_ratios, ratio_quality
+from pfwcp_nb.ratio_fit import fit_density_ratios
+from pfwcp_nb.ratio_selection import fit_selected_ratios
 from pfwcp_nb.pipeline import training_split
 from pfwcp_nb.grid import ensure_setup
 
@@ -31,7 +33,7 @@ def _ratios(ds, het, cache: ResultCache, data_dir, fed):
         s = ensure_setup(sel_cfg, cache, data_dir=data_dir, need_localizer=False, progress=False).ratios
         return p, s, "cache"
     X = training_split(fed, paper_cfg.n_train, paper_cfg.seed)[0]
-    return (fit_density_ratios(X, "pairwise", seed=paper_cfg.seed, dataset=ds, progress=False),
+    return (fit_density_ratios(X, "pairwise", seed=paper_cfg.seed, dataset=ds, standardize=False, progress=False),
             fit_selected_ratios(X, seed=paper_cfg.seed, dataset=ds), "fitted")
 
 

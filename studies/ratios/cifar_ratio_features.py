@@ -10,7 +10,8 @@ import sys
 import numpy as np
 from scipy.stats import spearmanr
 
-from pfwcp_nb.density_ratio import fit_density_ratios, image_statistics, oracle_density_ratios
+from pfwcp_nb.density_ratio import image_statistics, oracle_density_ratios
+from pfwcp_nb.ratio_fit import fit_density_ratios
 from pfwcp_nb.quantiles import effective_sample_size
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -39,7 +40,7 @@ def main(argv):
                 "mean, min, q01 of V": ([((s - mu) / sd)[:, [0, 2, 3]] for s in st_tr], [((s - mu) / sd)[:, [0, 2, 3]] for s in st_ca]),
                 "severity one-hot (bound)": ([np.eye(5)[s] for s in sev_tr], [np.eye(5)[i["severity"]] for i in info])}
         for name, (ftr, fca) in sets.items():
-            est = fit_density_ratios(ftr, "pairwise", seed=seed, progress=False)
+            est = fit_density_ratios(ftr, "pairwise", seed=seed, standardize=False, progress=False)
             r = []
             for k in range(1, fed.K):
                 le, lo = est[k].log(fca[k]), oracle[k].log(ca[k], info[k])

@@ -18,7 +18,7 @@ import pandas as pd
 
 from pfwcp_nb.methods import fwcp
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.density_ratio import fit_fwcp_ratio
+from pfwcp_nb.ratio_fwcp import fit_fwcp_ratio
 from pfwcp_nb.pipeline import sample_draw, train_setup, training_split
 from pfwcp_nb.metrics import evaluate_thresholds
 from pfwcp_nb.quantiles import effective_sample_size
@@ -40,8 +40,8 @@ def main(argv):
     print(f"setup ready in {time.perf_counter() - t0:.0f} s", flush=True)
     fed = make_federation("crime", "severe", seed=0)
     X, _, _ = training_split(fed, 50, 0)
-    setups = {"paper": setup, "calibrated": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime")),
-              "calibrated_all": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime", target="all"))}
+    setups = {"paper": setup, "calibrated": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime", standardize=False)),
+              "calibrated_all": dataclasses.replace(setup, fwcp=fit_fwcp_ratio(X, seed=0, dataset="crime", target="all", standardize=False))}
     rows = []
     for sim in range(n_sims):
         draws = {hp: sample_draw(st, fed, sim, weights=("estimated",), localize=False)["estimated"] for hp, st in setups.items()}

@@ -10,7 +10,8 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from pfwcp_nb.baselines import oracle_fwcp_weights
-from pfwcp_nb.density_ratio import DEFAULT_EPS, fit_fwcp_ratio
+from pfwcp_nb.density_ratio import DEFAULT_EPS
+from pfwcp_nb.ratio_fwcp import fit_fwcp_ratio
 from pfwcp_nb.quantiles import effective_sample_size
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -29,7 +30,7 @@ def main(argv):
         Xc = np.concatenate(cal)
         lo = np.log(oracle_fwcp_weights(fed, Xc))       # log omega' = log p^1 - log mean_{k>=2} p^k
         for hp in ("paper", "calibrated"):
-            r = fit_fwcp_ratio(train, seed=seed, hparams=hp, dataset=name)
+            r = fit_fwcp_ratio(train, seed=seed, hparams=hp, dataset=name, standardize=False)
             lw = r.log(Xc)
             w = np.exp(lw - lw.max())
             row = dict(dataset=name, seed=seed, hparams=hp, alpha=r.hparams["alpha"], temperature=r.hparams["temperature"],

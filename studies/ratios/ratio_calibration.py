@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from pfwcp_nb.data import make_federation
-from pfwcp_nb.density_ratio import RATIO_METHODS, fit_density_ratios, oracle_density_ratios, ratio_quality
+from pfwcp_nb.density_ratio import RATIO_METHODS, oracle_density_ratios, ratio_quality
+from pfwcp_nb.ratio_fit import fit_density_ratios
 
 
 def federation_data(name: str, seed: int, n_train: int = 50, n_cal: int = 100):
@@ -35,7 +36,8 @@ def main(argv):
             for method in methods:
                 for hp in ("paper", "calibrated"):
                     t0 = time.perf_counter()
-                    est = fit_density_ratios(train, method, seed=seed, hparams=hp, dataset=name, progress=False)
+                    est = fit_density_ratios(train, method, seed=seed, hparams=hp, dataset=name, standardize=False,
+                                             progress=False)
                     q = ratio_quality(est, oracle, cal, info)
                     q = q.assign(dataset=name, seed=seed, method=method, hparams=hp,
                                  weight_decay=est[1].hparams["weight_decay"], temperature=est[1].hparams["temperature"],

@@ -5,8 +5,16 @@ import sys
 
 import numpy as np
 
-from pfwcp_nb.density_ratio import RATIO_METHODS, fit_density_ratios, fit_fwcp_ratio
+from pfwcp_nb.density_ratio import RATIO_METHODS
+from pfwcp_nb.ratio_fit import fit_density_ratios
+from pfwcp_nb.ratio_fwcp import fit_fwcp_ratio
 from pfwcp_nb.models import train_predictor
+
+
+def _paper_kw(fn) -> dict:
+    "The paper's settings, named only where `fn` has the option (the script also runs on the commits before them)."
+    names = fn.__code__.co_varnames
+    return {k: v for k, v in (("hparams", "paper"), ("standardize", False)) if k in names}
 
 
 def reference_outputs() -> dict[str, np.ndarray]:
@@ -22,11 +30,9 @@ def reference_outputs() -> dict[str, np.ndarray]:
                           seed=3, progress=False)
     out["classifier"] = clf.predict_proba(Xq)
     for m in RATIO_METHODS:
-        r = fit_density_ratios(X, m, seed=4, epochs=60, hparams="paper", progress=False) if "hparams" in \
-            fit_density_ratios.__code__.co_varnames else fit_density_ratios(X, m, seed=4, epochs=60, progress=False)
+        r = fit_density_ratios(X, m, seed=4, epochs=60, progress=False, **_paper_kw(fit_density_ratios))
         out[f"ratio_{m}"] = np.stack([r[k].log(Xq) for k in range(1, 4)])
-    out["fwcp"] = fit_fwcp_ratio(X, seed=5, epochs=60, **({"hparams": "paper"} if "hparams" in
-                                 fit_fwcp_ratio.__code__.co_varnames else {})).log(Xq)
+    out["fwcp"] = fit_fwcp_ratio(X, seed=5, epochs=60, **_paper_kw(fit_fwcp_ratio)).log(Xq)
     return out
 
 

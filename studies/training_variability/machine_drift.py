@@ -26,7 +26,7 @@ def child(dataset: str, epochs: int, dtype: str, model_seed: int, threads: int, 
     "Train the predictor (and, in float32, the pairwise ratios) of `dataset`; save their outputs on fixed points."
     import torch
     from pfwcp_nb.data import make_federation
-    from pfwcp_nb.density_ratio import fit_density_ratios
+    from pfwcp_nb.ratio_fit import fit_density_ratios
     from pfwcp_nb.models import train_predictor
     from pfwcp_nb.pipeline import training_seed, training_split
     fed = make_federation(dataset, "severe", seed=0)
@@ -40,7 +40,8 @@ def child(dataset: str, epochs: int, dtype: str, model_seed: int, threads: int, 
     res = dict(pred=pred.predict(Xe) if pred.task == "regression" else pred.predict_proba(Xe), y=ye,
                cpu_seconds=time.process_time() - t0, capability=torch.backends.cpu.get_cpu_capability())
     if dtype == "float32":
-        r = fit_density_ratios(X, "pairwise", seed=training_seed(0, model_seed), dataset=dataset, progress=False)
+        r = fit_density_ratios(X, "pairwise", seed=training_seed(0, model_seed), dataset=dataset, standardize=False,
+                               progress=False)
         res["log_ratio"] = np.stack([r[k].log(Xe) for k in range(1, fed.K)])
     np.savez(out, **res)
 
