@@ -16,12 +16,14 @@ from flwr.serverapp import Grid
 from flwr.supercore.task_identity import TaskIdentity   # the run id Flower's runtime set for this ServerApp
 from ..pfwcp import PFWCP, AgentMessage, aggregate, _as_test_weights
 from ..oneshot import OneShotPFWCP
+from ..quantiles import quantile_of_quantiles
 from ..models import FederatedPredictor
 from .._validate import check_pos_int
 
 # %% auto #0
-__all__ = ['INVALID', 'ask_agents', 'collect_summaries', 'make_estimator', 'thresholds_over_flower', 'PipelineResult', 'ask_each',
-           'capped_agg_weights', 'calibrate_federation', 'calibration_checks']
+__all__ = ['INVALID', 'ask_agents', 'collect_summaries', 'make_estimator', 'capped_agg_weights', 'bounded_answers',
+           'robust_aggregate', 'thresholds_over_flower', 'PipelineResult', 'ask_each', 'calibrate_federation',
+           'calibration_checks']
 
 # %% ../../nbs/10d_federation_server.ipynb #8438d86a
 def _flower_run() -> int:
@@ -137,6 +139,60 @@ def make_estimator(method: str = "pfwcp", # "pfwcp" or "ospfwcp"
                          f"its options are {sorted(known)}.")
     return Est(alpha, delta, **kw)
 
+# %% ../../nbs/10d_federation_server.ipynb #1085f501
+def capped_agg_weights(summaries: list, # AgentSummary of the agents of a run, the test agent first
+                       cap: float, # an agent's n_eff counts at most `cap` x the median n_eff of the other agents
+                       leave_out: bool = True, # the median without the agent itself; False: with it (the first rule)
+                      ) -> np.ndarray: # aggregation weights (K,), summing to 1
+    """The robust aggregation weights: n_eff_k / sum, each agent's n_eff (the test agent's excepted) capped at `cap` times
+    the median of the other agents' (the test agent's and its own left out), so one agent that claims n_eff = n weighs no
+    more than `cap` typical agents, also beside a single honest one (K = 3). An agent without a peer is not capped."""
+    if not (isinstance(cap, (int, float)) and not isinstance(cap, bool) and math.isfinite(cap) and cap > 0):
+        raise ValueError(f"`agg_cap` must be a finite number > 0, got {cap!r}.")
+    n = np.array([float(s.n_eff) for s in summaries])
+    o = n[1:].copy()
+    if leave_out:
+        ref = np.array([np.median(np.delete(o, i)) if o.size > 1 else np.inf for i in range(o.size)])
+    else:
+        ref = np.full(o.size, np.median(o) if o.size else np.inf)
+    n[1:] = np.minimum(o, cap * ref)
+    return n / n.sum()
+
+# %% ../../nbs/10d_federation_server.ipynb #db7b6df2
+def bounded_answers(Q, # the agents' answers at one level (m, K): local quantiles, column 0 the test agent's
+                    agg_weights, # aggregation weights (K,)
+                    tau: float, # the aggregate level of these test points
+                    bound: float, # b >= 1: an answer counts at most b x the threshold the other agents give
+                   ) -> np.ndarray: # the answers as read (m, K); column 0 as it came
+    """PFWCP's robust reading: agent k's answer (the test agent's excepted) counts as min(Q^k, bound x T_-k), where T_-k
+    is the (1 - tau) quantile of the other agents' answers (weights renormalised), and a +inf counts as T_-k: one agent
+    alone can neither make a threshold infinite nor raise it above `bound` x what the others give."""
+    Q, w = np.asarray(Q, dtype=float), np.asarray(agg_weights, dtype=float)
+    if Q.ndim != 2 or w.shape != (Q.shape[1],):
+        raise ValueError(f"`Q` must be (m, K) with one aggregation weight per column, got {Q.shape} and {w.shape}.")
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not (math.isfinite(bound) and bound >= 1):
+        raise ValueError(f"`answer_bound` must be a finite number >= 1, got {bound!r}.")
+    out = Q.copy()
+    for k in range(1, Q.shape[1]):
+        keep = np.arange(w.size) != k
+        T = np.atleast_1d(quantile_of_quantiles(Q[:, keep], w[keep] / w[keep].sum(), alpha=tau))
+        out[:, k] = np.minimum(Q[:, k], np.where(np.isinf(Q[:, k]), T, bound * T))
+    return out
+
+# %% ../../nbs/10d_federation_server.ipynb #0ff27fc0
+def robust_aggregate(messages, # one AgentMessage per agent, the test agent first, all for the same test points
+                     agg_weights, # aggregation weights (K,)
+                     tau: float, # the aggregate level
+                     bound: float | None = None, # `bounded_answers`' bound; None: the paper's aggregation
+                    ) -> np.ndarray: # thresholds (m,)
+    "`aggregate` (notebook 02b_pfwcp) of the answers as `bounded_answers` reads them; bound None: as they came."
+    if bound is None:
+        return aggregate(messages, agg_weights, tau)
+    if len({np.asarray(m.quantiles).size for m in messages}) != 1:
+        raise ValueError("`messages` disagree on the number of test points.")
+    Q = bounded_answers(np.column_stack([np.asarray(m.quantiles, dtype=float) for m in messages]), agg_weights, tau, bound)
+    return aggregate([AgentMessage(q, m.beta) for q, m in zip(Q.T, messages)], agg_weights, tau)
+
 # %% ../../nbs/10d_federation_server.ipynb #1211392a
 def _run_requests(model, S: list, summ: dict, tw: np.ndarray, nodes: dict, sr: tuple) -> dict:
     """What one run asks of the agents `S`: {(level, test points): ({agent: request}, check of a reply)}; PFWCP one
@@ -157,8 +213,9 @@ def _run_requests(model, S: list, summ: dict, tw: np.ndarray, nodes: dict, sr: t
 # %% ../../nbs/10d_federation_server.ipynb #8f50c512
 def _combine(model, S: list, got: dict, # {(agent, level, test points): its checked message}
              tw: np.ndarray, levels: list, # the (level, test points) keys of `_run_requests` for this model and S
+             bound: float | None = None, # PFWCP: `bounded_answers`' bound (None: the answers as they came)
             ) -> np.ndarray: # thresholds (m,)
-    "The thresholds of a run from the messages of the agents `S` (the in-process aggregation of 02b / 03)."
+    "The thresholds of a run from the messages of the agents `S` (the in-process aggregation of 02b / 03; `robust_aggregate`)."
     if isinstance(model, PFWCP):
         _, taus = model.cells(tw[:, S])
         out = np.empty(tw.shape[0])
@@ -167,7 +224,8 @@ def _combine(model, S: list, got: dict, # {(agent, level, test points): its chec
             msgs = [got[(k,) + lv] for k in S]
             for t in np.unique(taus[at]):
                 sub = taus[at] == t
-                out[at[sub]] = aggregate([AgentMessage(m.quantiles[sub], m.beta) for m in msgs], model.agg_weights_, t)
+                out[at[sub]] = robust_aggregate([AgentMessage(m.quantiles[sub], m.beta) for m in msgs], model.agg_weights_, t,
+                                                 bound)
         return out
     model.calibrate([got[(k,) + levels[0]] for k in S])
     return model.threshold(tw[:, S])
@@ -314,23 +372,10 @@ def _need_agent_0(S, events: list) -> None:
         raise RuntimeError("the test agent (agent 0) is not among the agents that answered, and calibration needs it: "
                            + (why[-1] if why else "no reply"))
 
-# %% ../../nbs/10d_federation_server.ipynb #1085f501
-def capped_agg_weights(summaries: list, # AgentSummary of the agents of a run, the test agent first
-                       cap: float, # an agent's n_eff counts at most `cap` x the median n_eff of the others
-                      ) -> np.ndarray: # aggregation weights (K,), summing to 1
-    """The robust option: aggregation weights n_eff_k / sum, with each agent's n_eff (the test agent's excepted) capped at
-    `cap` times the median of the others', so one agent that claims n_eff = n weighs no more than `cap` typical agents."""
-    if not (isinstance(cap, (int, float)) and not isinstance(cap, bool) and math.isfinite(cap) and cap > 0):
-        raise ValueError(f"`agg_cap` must be a finite number > 0, got {cap!r}.")
-    n = np.array([float(s.n_eff) for s in summaries])
-    if n.size > 1:
-        n[1:] = np.minimum(n[1:], cap * np.median(n[1:]))
-    return n / n.sum()
-
 # %% ../../nbs/10d_federation_server.ipynb #bb87d141
 def _run_over(grid: Grid, nodes: dict, summ: dict, # {agent: AgentSummary} of the agents that answered
               tw: np.ndarray, # (m, K) test weights, column k agent k's
-              run: dict, # make_estimator's arguments (method, alpha, delta, options), score_range and agg_cap (robust)
+              run: dict, # make_estimator's arguments (method, alpha, delta, options), score_range, agg_cap, answer_bound
               events: list, timeout: float | None) -> tuple: # (thresholds, the agents they are over)
     """One run over the agents that answer: one left out of a message round (offline, refused, invalid) leaves the run,
     and Procedure 1 (osPFWCP: its plan) runs again over the others; messages already received are reused."""
@@ -339,6 +384,7 @@ def _run_over(grid: Grid, nodes: dict, summ: dict, # {agent: AgentSummary} of th
         raise ValueError(f"run {run}: give its `score_range`, the agreed range of the scores (`score_range_for(task, "
                          "label_range)`: (0, 1) for 1 - p); (0, inf) only by name, which leaves a liar's scores unbounded.")
     sr, cap, S, got = check_score_range(run.pop("score_range")), run.pop("agg_cap", None), sorted(summ), {}
+    bound = run.pop("answer_bound", None)           # PFWCP's robust reading (`bounded_answers`); osPFWCP has none
     if not np.isfinite(sr[1]):
         _log.warning(f"{run.get('method', 'pfwcp')}: the agreed score range {sr} is unbounded: one agent's finite "
                      "quantiles can move the thresholds without bound (agree a finite one: score_range_for)")
@@ -353,14 +399,14 @@ def _run_over(grid: Grid, nodes: dict, summ: dict, # {agent: AgentSummary} of th
             got.update({(k,) + lv: m for k, m in ans.items()})
             lost |= set(new) - set(ans)
         if not lost:
-            return _combine(model, S, got, tw, list(asks)), S
+            return _combine(model, S, got, tw, list(asks), bound), S
         S = [k for k in S if k not in lost]
         events.append(f"calibration: agent(s) {sorted(lost)} left out of this run; Procedure 1 again over agents {S}")
 
 # %% ../../nbs/10d_federation_server.ipynb #1b21090a
 def calibrate_federation(grid: Grid, nodes: list, # node id of agent 0..K-1 (the operator's binding)
                          test_weights, # (m, K) omega^k(X_j), column 0 ones
-                         runs: dict, # {name: make_estimator arguments (method, alpha, delta, ...), score_range, agg_cap}
+                         runs: dict, # {name: make_estimator arguments (method, alpha, delta, ...), score_range, agg_cap, answer_bound}
                          max_n: list, # the operator's cap on each agent's n
                          timeout: float = 120.0, # seconds to wait for the SuperNodes, and for each round's answers
                          save=None, # called with (results so far, events) after each completed run
@@ -466,13 +512,17 @@ def _prediction(n: int): # the test agent's test points
 def calibration_checks(score_range=None, # the agreed (low, high) of the scores; None: the task's ((0, 1) for 1 - p, else (0, inf))
                        weight_range=None, # the agreed (low, high) of the other agents' mean weight W/n; None: W > 0 only
                        agg_cap: float | None = None, # the robust aggregation's cap (`capped_agg_weights`); None: off
+                       answer_bound: float | None = None, # PFWCP's robust reading (`bounded_answers`); None: off
                       ) -> dict: # `_calibrate`'s keyword arguments, checked
     "A pipeline run's calibration checks (`PipelineConfig.checks`; the deployed app's run config sets them); ValueError naming the bad one."
     if agg_cap is not None and not (_num(agg_cap) and agg_cap > 0):
         raise ValueError(f"`agg_cap` must be a finite number > 0 (None: off), got {agg_cap!r}.")
+    if answer_bound is not None and not (_num(answer_bound) and answer_bound >= 1):
+        raise ValueError(f"`answer_bound` must be a finite number >= 1 (None: off), got {answer_bound!r}.")
     return dict(score_range=None if score_range is None else check_score_range(score_range),
                 weight_range=None if weight_range is None else check_weight_range(weight_range),
-                agg_cap=None if agg_cap is None else float(agg_cap))
+                agg_cap=None if agg_cap is None else float(agg_cap),
+                answer_bound=None if answer_bound is None else float(answer_bound))
 
 # %% ../../nbs/10d_federation_server.ipynb #b31cc783
 def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha: float, delta, est_kw: dict,
@@ -480,7 +530,8 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
                m: int, # the test agent's test points (its stats)
                score_range=None, # the agreed score range (None: (0, 1) for 1 - p, else (0, inf)); `calibration_checks`
                weight_range=None, # the agreed range of the other agents' mean weight W/n (None: W > 0 only)
-               agg_cap: float | None = None): # the robust aggregation's cap (None: off)
+               agg_cap: float | None = None, # the robust aggregation's cap (None: off)
+               answer_bound: float | None = None): # PFWCP's robust reading (`bounded_answers`; None: off)
     """Calibration over the agents `cal` that answer (test agent required), then the test agent's prediction. An agent
     that answers the summary but not the message round is left out: Procedure 1 runs again over the others (their
     n_eff, their aggregation weights); messages already received at an unchanged level are reused, not asked again."""
@@ -499,7 +550,8 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
     model, level, S, msgs = _level_round(srv, _estimator_for(method, alpha, delta, est_kw, summ, tw, col, who, sr, agg_cap), S,
                                    stage)
     if method == "pfwcp":
-        q = model.combine(msgs)
+        q = (model.combine(msgs) if answer_bound is None else
+             robust_aggregate(msgs, model.agg_weights_, model.tau_, answer_bound))
     else:
         model.calibrate(msgs)
         q = model.threshold(tw[:, [col[k] for k in S]])
