@@ -24,7 +24,7 @@ LAYERS = {   # the layer map: layer -> its modules (dotted under the package; "f
                "query_policy", "value", "methods"},
     "data": {"data", "fetch"},
     "models": {"federated", "models", "density_ratio", "ratio_diagnostics", "ratio_features", "ratio_validation",
-               "ratio_fit", "ratio_fwcp", "ratio_selection", "privacy", "localizer"},
+               "ratio_fit", "ratio_fwcp", "ratio_selection", "ratio_evidence", "privacy", "localizer"},
     "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "grid", "backends", "runner", "reproduce",
                     "demo"},
     "federation": {"federation.*"},
