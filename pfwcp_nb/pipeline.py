@@ -105,10 +105,10 @@ def _fit_ratio_models(fed, X: list, n_ratio, seed: int, tseed: int, kw: dict, de
 # %% ../nbs/08c_pipeline.ipynb #d545b532
 # long cell: one setup's trainings (predictor, ratios and FWCP, localizer) with their timings and the reuse of `base`
 def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
-                heterogeneity: str = "severe", # "severe", "moderate" or "mild"
+                heterogeneity: str | None = None, # "severe" (default), "moderate" or "mild"; a natural federation: "natural"
                 *,
                 seed: int = 0, # seeds the federation's shift parameters, the training split and the training
-                K: int = PAPER.K, # number of agents
+                K: int | None = None, # number of agents (default `PAPER.K`; a natural federation: its groups)
                 n_train: int = PAPER.n_train, # training points per agent
                 n_ratio: int | None = None, # covariates per agent of the ratio fits (`ratio_covariates`); None: n_train (the paper)
                 n_eng: int = PAPER.n_eng, # engression points per agent (the paper's D_eng: half of n_k = 100)
@@ -148,7 +148,7 @@ def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
         t0 = time.perf_counter()
         localizer = _train_localizer(fed, predictor, ratios, n_eng, seed, kw.get("localizer", {}), progress, tseed)
         secs["localizer"] = time.perf_counter() - t0
-    return TrainedSetup(dataset=fed.name, heterogeneity=fed.heterogeneity, seed=seed, K=K, task=fed.task,
+    return TrainedSetup(dataset=fed.name, heterogeneity=fed.heterogeneity, seed=seed, K=fed.K, task=fed.task,
                         predictor=predictor, ratios=list(ratios), fwcp=fwcp, localizer=localizer, seconds=secs,
                         train_kw=kw, model_seed=int(model_seed), n_ratio=n_ratio)
 

@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 from scipy import stats
 
-from pfwcp_nb.data import make_federation, DATASETS, DATASET_SPECS
+from pfwcp_nb.data import make_federation, DATASETS, DATASET_SPECS, NATURAL, SIMULATED_DATASETS
 from pfwcp_nb.pipeline import alone_setup, train_setup, sample_draw
 from pfwcp_nb.metrics import evaluate_thresholds
 from pfwcp_nb.procedure import ccc_alpha
@@ -351,12 +351,13 @@ def append_rows(rows, out: Path):
 
 def levels_of(dataset, levels):
     "The heterogeneity levels a dataset runs at: the given simulated levels, or its natural groups' single level."
-    return [DATASET_SPECS[dataset].natural_level] if not has_oracle(dataset) else levels
+    return [NATURAL] if not has_oracle(dataset) else levels
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--datasets", nargs="+", default=None, help="registered datasets (default: every one)")
+    ap.add_argument("--datasets", nargs="+", default=None,
+                    help="registered datasets (default: the nine of the paper; natural federations by name)")
     ap.add_argument("--levels", nargs="+", default=["severe"], choices=["severe", "moderate", "mild"],
                     help="heterogeneity levels of the simulated federations (a natural federation has its own)")
     ap.add_argument("--n1", nargs="+", type=int, default=[100])
@@ -399,7 +400,7 @@ def main(argv=None):
     Path(a.cache).mkdir(parents=True, exist_ok=True)
     names = a.methods or list(methods())
     out = Path(a.out)
-    for ds in a.datasets or list(DATASETS):
+    for ds in a.datasets or list(SIMULATED_DATASETS):
         for level in levels_of(ds, a.levels):
             for hp in a.ratio_hparams:
                 for n_ratio in a.n_ratio:
