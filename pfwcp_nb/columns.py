@@ -49,6 +49,7 @@ def _bike_table(paths):
     df = pd.read_csv(paths[0])
     return df, df[list(BIKE_COVARIATES)].to_numpy(dtype=float), df["cnt"].to_numpy(dtype=float), list(BIKE_COVARIATES)
 
+# %% ../nbs/04_columns.ipynb #127c2eda
 def read_bike(paths):
     return _bike_table(paths)[1:]
 
@@ -112,6 +113,7 @@ def _crime_table(paths):
     keep = decorrelate(X, CRIME_D)
     return X[:, keep], y, [df.columns[i] for i in keep], state
 
+# %% ../nbs/04_columns.ipynb #5a1c52ed
 def read_crime(paths):
     return _crime_table(paths)[:3]
 
@@ -156,6 +158,7 @@ def _star_table(paths):
     y = (df["readk"] + df["mathk"]).to_numpy(dtype=float)
     return X, y, list(STAR_COVARIATES), df["schoolk"].to_numpy(dtype=str)
 
+# %% ../nbs/04_columns.ipynb #3380a574
 def read_star(paths):
     return _star_table(paths)[:3]
 

@@ -70,6 +70,7 @@ def _check_n_ratio(n_ratio, n_train: int) -> int | None:
                          f"fits: the training ones and unlabelled ones), or None for the paper's; got {n_ratio!r}.")
     return int(n_ratio)
 
+# %% ../nbs/08c_pipeline.ipynb #d4416373
 def ratio_covariates(fed, # the federation (`data.make_federation`)
                      train_X: list, # the K training covariate arrays (`models.training_split`)
                      n_ratio: int | None = None, # covariates per agent for the ratio fits; None: the training covariates (the paper)
@@ -180,6 +181,7 @@ def with_ratio_model(setup: TrainedSetup, # a setup trained by `train_setup` (th
 # %% ../nbs/08c_pipeline.ipynb #cc9ace74
 def _no_federation(X, info): return np.zeros(len(X))       # log omega = 0: the alone setup's ratios (picklable)
 
+# %% ../nbs/08c_pipeline.ipynb #aa9a814d
 def alone_setup(setup: TrainedSetup, # a setup trained by `train_setup`
                 *,
                 n_train: int = PAPER.n_train, # training points per agent (as in `train_setup`)
