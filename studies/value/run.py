@@ -376,6 +376,8 @@ def main(argv=None):
     ap.add_argument("--table", choices=["headline", "scarce", "targets", "cells"] + list(tables.TABLES), default=None,
                     help="print a table of the summary CSV given as --summary-file")
     ap.add_argument("--summary-file", default=None)
+    ap.add_argument("--end-to-end", nargs="+", default=None, metavar="DRAWS_CSV",
+                    help="the end-to-end table's rows (alone, federated model + CP, + preset) of these files into --out")
     ap.add_argument("--light", action="store_true", help="only the methods the summary needs (see `wanted`)")
     a = ap.parse_args(argv)
     if a.table:
@@ -385,10 +387,15 @@ def main(argv=None):
         old = {"headline": headline_table, "scarce": scarce_table, "targets": targets_table, "cells": cells_line}
         print(old[a.table](s) if a.table in old else tables.TABLES[a.table](s))
         return
-    if a.summary:
+    if a.summary or a.end_to_end:
         if not a.out:
-            ap.error("--summary needs --out SUMMARY_CSV")
-        verdicts(with_preset(summarise(load(a.summary)))).to_csv(a.out, index=False)
+            ap.error("--summary and --end-to-end need --out CSV")
+        if a.end_to_end:
+            tables.end_to_end(load(a.end_to_end)).to_csv(a.out, index=False)
+            return
+        df = load(a.summary)           # the former preset's rows (`with_preset`) where its runs are there
+        s = summarise(df)
+        verdicts(with_preset(s) if (df.method == "Sel-check-ccc").any() else s).to_csv(a.out, index=False)
         return
     if not a.out:
         ap.error("a run needs --out DRAWS_CSV")
