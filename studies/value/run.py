@@ -81,6 +81,7 @@ def _load_or_train(path, train):
     if path.exists():
         return torch.load(path, weights_only=False)
     st = train()
+    path.parent.mkdir(parents=True, exist_ok=True)         # a cache another study names (robust_cap) may not exist yet
     torch.save(st, path)
     return st
 
