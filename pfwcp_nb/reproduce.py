@@ -17,7 +17,7 @@ import pandas as pd
 
 from .argtypes import cli_positive_int
 from .methods import PAPER, METHODS
-from .data import DATASET_SPECS, HETEROGENEITY, data_path
+from .data import DATASET_SPECS, HETEROGENEITY, SIMULATED_DATASETS, data_path
 from .metrics import GUARANTEES
 from .report import variability_table
 from .grid import WEIGHT_KINDS, GridSpec
@@ -117,7 +117,7 @@ def reproduction_z(stored, stored_se, new, new_se, train_sd=0.0) -> np.ndarray:
 SUBSETS: dict[str, list[tuple[str, str, str]]] = {    # named subsets of cells (dataset, method, guarantee)
     "smoke": [("gaussian", "CP", "mc"), ("gaussian", "PFWCP", "mc"), ("gaussian", "PFWCP", "ccc")],
     "synthetic": [(d, m, g) for d in ("gaussian", "poisson") for m in ("CP", "PFWCP") for g in GUARANTEES],
-    "pfwcp": [(d, "PFWCP", g) for d in DATASET_SPECS for g in GUARANTEES],
+    "pfwcp": [(d, "PFWCP", g) for d in SIMULATED_DATASETS for g in GUARANTEES],
 }
 
 def _stored_rows(stored: pd.DataFrame, cells, heterogeneity: str, weights: str) -> pd.DataFrame:

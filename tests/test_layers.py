@@ -22,7 +22,7 @@ PKG = ROOT / "pfwcp_nb"
 LAYERS = {   # the layer map: layer -> its modules (dotted under the package; "federation.*": the subpackage)
     "method": {"_validate", "argtypes", "quantiles", "coverage", "procedure", "pfwcp", "evidence", "trust", "oneshot",
                "query_policy", "value", "methods"},
-    "data": {"data", "fetch"},
+    "data": {"columns", "data", "fetch"},
     "models": {"federated", "models", "density_ratio", "ratio_diagnostics", "ratio_features", "ratio_validation",
                "ratio_fit", "ratio_fwcp", "ratio_selection", "ratio_evidence", "privacy", "localizer"},
     "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "grid", "backends", "runner", "reproduce",
