@@ -20,6 +20,8 @@ from .density_ratio import RATIO_MODELS, DensityRatio, oracle_density_ratios
 from .ratio_fit import fit_density_ratios
 from .ratio_fwcp import fit_fwcp_ratio
 from .ratio_selection import fit_selected_ratios
+from .ratio_evidence import crossfit_evidence
+from .evidence import EvidenceRule, RatioEvidence
 from .models import (DEFAULT_TRAIN_KW, classification_score, draw_rng, draw_seed, regression_score,
                              stream_rng,
                              train_predictor, training_seed, training_split)
@@ -27,7 +29,7 @@ from .localizer import EngressionSampler, fit_localizer
 
 # %% auto #0
 __all__ = ['TrainedSetup', 'ratio_covariates', 'train_setup', 'with_ratio_model', 'alone_setup', 'pool_localizer_samples',
-           'sample_draw', 'FrozenNoiseSampler', 'frozen_localizer']
+           'sample_draw', 'setup_evidence', 'FrozenNoiseSampler', 'frozen_localizer']
 
 # %% ../nbs/08c_pipeline.ipynb #6166d00d
 @dataclass
@@ -325,6 +327,7 @@ def sample_draw(setup: TrainedSetup, # the trained models
                 loc_pool=None, # `pool_localizer_samples(setup, fed)`: localizer samples per pool point
                 loc_frozen=None, # `frozen_localizer(setup)`: samples with frozen noise; both None: fresh samples
                 own_weights: bool = False, # also the ratios at agent 0's calibration covariates (`trust` check, gamma "auto")
+                evidence: RatioEvidence | None = None, # the estimated ratios' evidence (`setup_evidence`), given to the "estimated" draw
                ) -> dict:
     "The CalibrationDraw objects (one per weight kind) of calibration draw `sim`."
     rng = draw_rng(setup.seed, sim)
@@ -344,11 +347,30 @@ def sample_draw(setup: TrainedSetup, # the trained models
         cal_w, test_w = _draw_weights(setup, fed, kind, oracle, cal_X, cal_info, test_X, test_info)
         fields = dict(task=setup.task, cal_scores=cal_scores, cal_weights=cal_w, test_weights=test_w,
                       test_scores=test_scores, test_labels=test_labels,
-                      own_test_weights=_own_weights(setup, fed, kind, oracle, cal_X, cal_info) if own_weights else None)
+                      own_test_weights=_own_weights(setup, fed, kind, oracle, cal_X, cal_info) if own_weights else None,
+                      evidence=evidence if kind == "estimated" else None)
         fields.update(_extra_fields(setup, fed, kind, cal_X, cal_scores, cal_info, cal_w, test_X, test_w, test_info,
                                     draw_seed(setup.seed, sim), localize, loc_samples))
         out[kind] = CalibrationDraw(**fields)
     return out
+
+# %% ../nbs/08c_pipeline.ipynb #0accda9a
+def setup_evidence(setup: TrainedSetup, # a setup from `train_setup` (its ratios, their covariates and settings)
+                   fed, # its federation (`data.make_federation`)
+                   *,
+                   n_train: int = PAPER.n_train, # training points per agent, as in `train_setup`
+                   rule: EvidenceRule = EvidenceRule(), # when a ratio is usable and precise
+                   progress: bool = False,
+                  ) -> RatioEvidence:
+    "The label-free evidence of the setup's ratios: a 2-fold cross-fit of the same classifiers on the same covariates."
+    if setup.alone or setup.ratio_model != "paper":
+        raise ValueError("`setup` must be a federation's setup from `train_setup` (not `alone_setup`, not a selected ratio model).")
+    Xr = ratio_covariates(fed, training_split(fed, n_train, setup.seed)[0], setup.n_ratio, setup.seed)
+    kw = {"standardize": False, **setup.train_kw.get("ratios", {})}           # the setup's own ratio settings
+    r = fit_density_ratios(Xr, method="pairwise", crossfit=2, seed=training_seed(setup.seed, setup.model_seed),
+                           dataset=fed.name, progress=progress, **kw)
+    pred = setup.predictor.predict_proba if setup.task == "classification" else setup.predictor.predict
+    return crossfit_evidence(r, Xr, features=r[1].features.transform, predict=pred, rule=rule)
 
 # %% ../nbs/08c_pipeline.ipynb #70d64818
 class FrozenNoiseSampler:

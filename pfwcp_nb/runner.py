@@ -176,6 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/08f_runner.ipynb #ab2792e7
+# long cell: one argparse option per statement, the run's options in one place
 def _add_run_arguments(p: argparse.ArgumentParser):
     "The options of where and how a run goes and what it writes (`backends.Execution`, the outputs)."
     p.add_argument("--out", default="pfwcp_results", help="output directory (tables, CSV, figures, cache; default pfwcp_results)")
