@@ -204,6 +204,7 @@ def test_gaussian_every_method_both_guarantees(gaussian_run):
         mc, ccc = (df[(df.method == m) & (df.guarantee == g)].iloc[0] for g in ("mc", "ccc"))
         assert ccc.Eff >= mc.Eff - 1e-12 and ccc.MC >= mc.MC - 1e-12
 
+@pytest.mark.slow
 def test_real_dataset_every_method(cache_dir, require_dataset):
     d = require_dataset("airfoil")
     df = grid_run(["airfoil"], None, ["mc", "ccc"], data_dir=d, cache_dir=cache_dir, **SMALL)
@@ -557,6 +558,7 @@ def _flips(*args) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_two_trainings_of_the_main_job_flip_no_decided_verdict():
     "The main job and its rerun with --model-seed 1: verdicts printed as point values flip, decided ones do not."
     r = _flips("results/main_job/results.csv", "results/main_job_model_seed_1/results.csv")
@@ -573,6 +575,7 @@ def test_two_trainings_of_the_main_job_flip_no_decided_verdict():
 
 @pytest.mark.parametrize("args", [[], ["results/main_job/results.csv"], ["--trainings", "nofile.csv"],
                                   ["results/main_job/results.csv", "results/severe/results.csv", "--z", "0"]])
+@pytest.mark.slow
 def test_verdict_flips_bad_usage_exits_2(args):
     r = _flips(*args)
     assert r.returncode == 2 and "usage:" in r.stderr, (r.returncode, r.stderr[-500:])
