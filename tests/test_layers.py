@@ -108,6 +108,7 @@ def test_the_method_layer_loads_no_torch():
     assert _loaded_after(code) == set()
 
 
+@pytest.mark.slow
 def test_the_probe_sees_torch():
     "The probe can fail: a models module loads torch."
     assert "torch" in _loaded_after("import pfwcp_nb.models")

@@ -141,6 +141,7 @@ def simulate(oracle, delta, n_draws=200, m=1000, n=100, seed=0):
     return cov
 
 
+@pytest.mark.slow
 def test_gaussian_shift_marginal_coverage(gaussian_oracle):
     cov = simulate(gaussian_oracle, None)
     assert cov[:, 0].mean() >= 0.9 - 0.01                      # PFWCP

@@ -102,6 +102,7 @@ def test_the_check_only_ever_keeps_cp():
         assert with_check == "CP" or without == "osPFWCP-pool"
 
 
+@pytest.mark.slow
 def test_cp_or_pooled_ccc_with_true_ratios():
     "P(conditional coverage >= 0.9) of CPOrPooled over calibration draws, true ratios: at least 0.9 within two s.e."
     cov = []
@@ -131,6 +132,7 @@ def test_calibrate_recommended():
     assert np.all(hi - lo >= 0)
 
 
+@pytest.mark.slow
 def test_the_preset_runs_from_the_console(tmp_path):
     "`pfwcp-experiments --methods Recommended`: the preset in one line, next to CP on the same draws (not a default method)."
     import subprocess
@@ -148,6 +150,7 @@ def test_the_preset_runs_from_the_console(tmp_path):
     assert (rec.inf_frac < 1).all()                       # n_1 = 15: local CP is the whole line for CCC, the preset is not
 
 
+@pytest.mark.slow
 def test_benchmark_script_usage_and_tables():
     "studies/value/run.py: exit 2 with a usage line on bad arguments; the tables of the stored summary print."
     import subprocess
