@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "pfwcp_nb"
 
 LAYERS = {   # the layer map: layer -> its modules (dotted under the package; "federation.*": the subpackage)
-    "method": {"_validate", "argtypes", "quantiles", "coverage", "procedure", "pfwcp", "trust", "oneshot",
+    "method": {"_validate", "argtypes", "quantiles", "coverage", "procedure", "scores", "pfwcp", "trust", "oneshot",
                "query_policy", "value", "methods"},
     "data": {"data", "fetch"},
     "models": {"federated", "models", "density_ratio", "localizer"},
