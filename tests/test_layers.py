@@ -23,7 +23,7 @@ LAYERS = {   # the layer map: layer -> its modules (dotted under the package; "f
     "method": {"_validate", "argtypes", "quantiles", "coverage", "procedure", "scores", "pfwcp", "trust", "oneshot",
                "query_policy", "value", "methods"},
     "data": {"data", "fetch"},
-    "models": {"federated", "models", "density_ratio", "localizer"},
+    "models": {"federated", "models", "score_models", "density_ratio", "localizer"},
     "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "grid", "backends", "runner", "reproduce",
                     "demo"},
     "federation": {"federation.*"},
