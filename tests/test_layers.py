@@ -21,7 +21,7 @@ PKG = ROOT / "pfwcp_nb"
 
 LAYERS = {   # the layer map: layer -> its modules (dotted under the package; "federation.*": the subpackage)
     "method": {"_validate", "argtypes", "quantiles", "coverage", "procedure", "scores", "pfwcp", "trust", "oneshot",
-               "query_policy", "value", "methods"},
+               "query_policy", "value", "methods", "mondrian"},
     "data": {"data", "fetch"},
     "models": {"federated", "models", "score_models", "density_ratio", "localizer"},
     "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "grid", "backends", "runner", "reproduce",
