@@ -92,12 +92,16 @@ class RegressionScore(Score):
 # %% ../nbs/02a_scores.ipynb #b6da6506
 class AbsoluteResidual(RegressionScore):
     "|y - f(x)|: the paper's score; the set is f(x) -/+ q, one width for every x."
-    def score(self, y, prediction) -> np.ndarray:
+    def score(self, y, # labels (n,)
+              prediction, # f(x) (n,)
+             ) -> np.ndarray: # |y - f(x)| (n,)
         "Scores |y - f(x)| (n,) of calibration points."
         (f,) = self.parts(prediction)
         return np.abs(_vector(y, "y", f.size) - f)
 
-    def interval(self, prediction, q) -> tuple[np.ndarray, np.ndarray]:
+    def interval(self, prediction, # f(x) (m,)
+                 q, # thresholds (m,), may be +inf
+                ) -> tuple[np.ndarray, np.ndarray]: # lower, upper (m,)
         "[f(x) - q, f(x) + q] for thresholds q (m,)."
         (f,) = self.parts(prediction, np.size(q))
         return f - q, f + q
@@ -114,12 +118,16 @@ class NormalizedResidual(RegressionScore):
                              "values <= 0. Floor the scale model's output (e.g. np.maximum(sigma, eps)).")
         return f, s
 
-    def score(self, y, prediction) -> np.ndarray:
+    def score(self, y, # labels (n,)
+              prediction, # (f(x), sigma(x)): two (n,) arrays or an (n, 2) array, sigma > 0
+             ) -> np.ndarray: # |y - f(x)| / sigma(x) (n,)
         "Scores |y - f(x)| / sigma(x) (n,)."
         f, s = self._ms(prediction)
         return np.abs(_vector(y, "y", f.size) - f) / s
 
-    def interval(self, prediction, q) -> tuple[np.ndarray, np.ndarray]:
+    def interval(self, prediction, # (f(x), sigma(x)) at the m test points
+                 q, # thresholds (m,), may be +inf
+                ) -> tuple[np.ndarray, np.ndarray]: # lower, upper (m,)
         "[f(x) - q sigma(x), f(x) + q sigma(x)] for thresholds q (m,)."
         f, s = self._ms(prediction, np.size(q))
         return f - q * s, f + q * s
@@ -129,13 +137,17 @@ class CQR(RegressionScore):
     "Conformalized quantile regression: max(lo(x) - y, y - hi(x)); the set [lo(x) - q, hi(x) + q]."
     n_parts, pair_names = 2, ("lower", "upper")
 
-    def score(self, y, prediction) -> np.ndarray:
+    def score(self, y, # labels (n,)
+              prediction, # (lower, upper) quantile predictions: two (n,) arrays or an (n, 2) array
+             ) -> np.ndarray: # max(lo - y, y - hi) (n,)
         "Scores max(lo - y, y - hi) (n,); negative inside the band."
         lo, hi = self.parts(prediction)
         y = _vector(y, "y", lo.size)
         return np.maximum(lo - y, y - hi)
 
-    def interval(self, prediction, q) -> tuple[np.ndarray, np.ndarray]:
+    def interval(self, prediction, # (lower, upper) at the m test points
+                 q, # thresholds (m,), may be +inf
+                ) -> tuple[np.ndarray, np.ndarray]: # lower, upper (m,); lower > upper: the empty set
         "[lo(x) - q, hi(x) + q] for thresholds q (m,) (empty, lower > upper, where q < -(hi - lo)/2)."
         lo, hi = self.parts(prediction, np.size(q))
         return lo - q, hi + q
@@ -159,13 +171,19 @@ class ClassificationScore(Score):
             raise ValueError("`u` must lie in [0, 1] (one uniform per point).")
         return u
 
-    def score(self, y, probs, u=None) -> np.ndarray:
+    def score(self, y, # labels (n,) in 0..C-1
+              probs, # class probabilities (n, C)
+              u=None, # randomized scores: uniforms (n,); None: drawn from the score's generator
+             ) -> np.ndarray: # (n,)
         "Calibration scores (n,): the score of each point's true label."
         P = check_probs(probs)
         y = check_labels(y, P.shape[1], P.shape[0])
         return self.label_scores(P, u)[np.arange(y.size), y]
 
-    def predict_set(self, probs, q, u=None) -> np.ndarray:
+    def predict_set(self, probs, # class probabilities (m, C)
+                    q, # thresholds (m,), or (m, C): one per label (class-conditional)
+                    u=None, # randomized scores: the test points' uniforms (m,)
+                   ) -> np.ndarray: # bool (m, C)
         "bool (m, C): the labels whose score is <= q; q is (m,) or (m, C) (a threshold per label)."
         P = check_probs(probs)
         q = np.asarray(q, dtype=float)
@@ -176,7 +194,9 @@ class ClassificationScore(Score):
 # %% ../nbs/02a_scores.ipynb #015388b2
 class LAC(ClassificationScore):
     "1 - p_y(x): the paper's score (least ambiguous set-valued classifier); the set {y : p_y >= 1 - q}."
-    def label_scores(self, probs, u=None) -> np.ndarray:
+    def label_scores(self, probs, # class probabilities (m, C)
+                     u=None, # not used (LAC is not randomized; refused if given)
+                    ) -> np.ndarray: # 1 - p (m, C)
         "1 - p (m, C)."
         self._u(len(probs), u)
         return 1.0 - check_probs(probs)
@@ -194,7 +214,9 @@ class APS(ClassificationScore):
     def params(self) -> dict: return {"randomized": self.randomized}
     def _penalty(self, rank) -> np.ndarray: return 0.0
 
-    def label_scores(self, probs, u=None) -> np.ndarray:
+    def label_scores(self, probs, # class probabilities (m, C)
+                     u=None, # randomized: uniforms (m,), one per point; None: drawn from the score's generator
+                    ) -> np.ndarray: # (m, C)
         "Scores of every label (m, C)."
         P = check_probs(probs)
         u = self._u(P.shape[0], u)

@@ -23,7 +23,7 @@ LAYERS = {   # the layer map: layer -> its modules (dotted under the package; "f
     "method": {"_validate", "argtypes", "quantiles", "coverage", "procedure", "scores", "pfwcp", "trust", "oneshot",
                "query_policy", "value", "methods", "mondrian"},
     "data": {"data", "fetch"},
-    "models": {"federated", "models", "score_models", "density_ratio", "localizer"},
+    "models": {"federated", "models", "score_models", "density_ratio", "conformal", "localizer"},
     "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "grid", "backends", "runner", "reproduce",
                     "demo"},
     "federation": {"federation.*"},
@@ -112,7 +112,8 @@ def test_the_probe_sees_torch():
     assert "torch" in _loaded_after("import pfwcp_nb.models")
 
 
-@pytest.mark.parametrize("name", ["split_conformal", "weighted_quantile", "PFWCP", "OneShotPFWCP", "select_quantiles"])
+@pytest.mark.parametrize("name", ["split_conformal", "weighted_quantile", "PFWCP", "OneShotPFWCP", "select_quantiles",
+                                  "LocalCP", "calibrate_recommended", "APS", "CQR", "ClassConditional"])
 def test_the_method_api_is_in_the_method_layer(name):
     import pfwcp_nb
     assert layer_of(getattr(pfwcp_nb, name).__module__[len("pfwcp_nb."):]) == "method"
