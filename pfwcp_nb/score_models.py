@@ -70,7 +70,7 @@ def train_scale_model(train_X, # one (n_k, d) covariate array per agent
                       *,
                       hidden=(32, 32), # hidden layer sizes
                       activation: str = "leaky_relu",
-                      epochs: int = 500, # total local epochs per agent
+                      epochs: int = 100, # total local epochs per agent (few: an early stop for a noisy target)
                       local_epochs: int = 1, # epochs per round
                       batch_size: int = 32,
                       lr: float = 1e-3,
