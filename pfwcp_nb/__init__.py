@@ -29,6 +29,7 @@ _API = {  # name -> module that defines it
     "ClassConditional": "mondrian",
     "FederatedConformalRegressor": "conformal",
     "FederatedConformalClassifier": "conformal",
+    "diagnose": "diagnostics",
     "fit_density_ratios": "density_ratio",
     "load_dataset": "data",
     "run_experiment": "runner",
@@ -55,6 +56,7 @@ if TYPE_CHECKING:                      # for type checkers and IDEs; not execute
     from .value import LocalCP, calibrate_recommended
     from .mondrian import ClassConditional
     from .conformal import FederatedConformalRegressor, FederatedConformalClassifier
+    from .diagnostics import diagnose
     from .density_ratio import fit_density_ratios
     from .methods import split_conformal
     from .data import load_dataset

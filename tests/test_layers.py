@@ -24,7 +24,7 @@ LAYERS = {   # the layer map: layer -> its modules (dotted under the package; "f
                "query_policy", "value", "methods", "mondrian"},
     "data": {"data", "fetch"},
     "models": {"federated", "models", "score_models", "density_ratio", "conformal", "localizer"},
-    "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "grid", "backends", "runner", "reproduce",
+    "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "diagnostics", "grid", "backends", "runner", "reproduce",
                     "demo"},
     "federation": {"federation.*"},
 }
