@@ -9,10 +9,10 @@ five classes), for local CP and for the preset (`methods.run_method(draw, "Recom
     python studies/scores/run.py table widths --summary-file results/scores/summary.csv   # also: classes, sizes, targets
 
 Models (cached in --cache): the pipeline's setup (`pipeline.train_setup`, seed 0, severe, K = 11, 50 training points
-per agent: predictor and density ratios) and CQR's quantile network (`score_models.train_quantile_model`, levels
-0.05 / 0.95, on the same training split, with the predictor's architecture and epochs), one file per dataset; the
+per agent: predictor and density ratios), CQR's quantile network (`score_models.train_quantile_model`, levels
+0.05 / 0.95, on the same training split, with the predictor's architecture and 1000 of its 5000 epochs), and the
 normalized residual's scale model (`score_models.train_scale_model`, its defaults) on the predictor's residuals of the
-engression split D_eng (50 points per agent, stream (seed, 2), not used by calibration), its own file. Draws: the pipeline's (stream
+engression split D_eng (50 points per agent, stream (seed, 2), not used by calibration); one file each. Draws: the pipeline's (stream
 (seed, 1, sim)), 100 calibration points per agent, 500 test points; every score is computed on the same points.
 """
 import argparse
@@ -65,34 +65,37 @@ def scores_of(task, sim):
             "aps-det": APS(randomized=False), "raps-det": RAPS(RAPS_LAM, RAPS_K, randomized=False)}
 
 
+QUANTILE_EPOCHS = 1000   # CQR's network: the predictor's architecture, a fifth of its 5000 epochs (2 shared cores)
+
+
+def _cached(path, make):
+    "The object stored at `path`, or `make()` stored there."
+    if path.exists():
+        return torch.load(path, weights_only=False)
+    obj = make()
+    torch.save(obj, path)
+    return obj
+
+
 def models_for(ds, cache, quick=False):
-    "The setup, CQR's quantile network and the scale model of dataset `ds` (each trained once, then read from `cache`)."
+    "The setup, CQR's quantile network and the scale model of dataset `ds`, each trained once and cached in `cache`."
     tag = f"{ds}_{LEVEL}_0{'_quick' if quick else ''}"
-    p, ps = Path(cache) / f"{tag}.pt", Path(cache) / f"{tag}_scale.pt"
-    if p.exists():
-        out = torch.load(p, weights_only=False)
-    else:
-        t0 = time.perf_counter()
-        st = train_setup(ds, LEVEL, seed=0, K=K, need_localizer=False, progress=False,
-                         train_kw=QUICK_KW if quick else None)
-        out = dict(setup=st, seconds={"setup": time.perf_counter() - t0})
-        if st.task == "regression":
-            X, y, _ = training_split(make_federation(ds, LEVEL, K=K, seed=0), 50, 0)
-            t0 = time.perf_counter()
-            out["quantiles"] = train_quantile_model(X, y, levels=(ALPHA / 2, 1 - ALPHA / 2), arch=DATASET_ARCH[ds],
-                                                    epochs=20 if quick else PAPER_EPOCHS, seed=training_seed(0))
-            out["seconds"]["quantiles"] = time.perf_counter() - t0
-        torch.save(out, p)
-    if out["setup"].task == "regression":
-        if ps.exists():
-            out["scale"] = torch.load(ps, weights_only=False)
-        else:                                                    # the residuals of D_eng, the pipeline's localizer split
-            fed, st, rng = make_federation(ds, LEVEL, K=K, seed=0), out["setup"], stream_rng(0, 2)
-            eng = [fed.sample(k, N_ENG, rng) for k in range(K)]
-            out["scale"] = train_scale_model([X for X, _ in eng], [y - st.predictor.predict(X) for X, y in eng],
-                                             seed=training_seed(0), **({"epochs": 5} if quick else {}))
-            torch.save(out["scale"], ps)
-        out["seconds"]["scale"] = out["scale"].seconds
+    t0 = time.perf_counter()
+    st = _cached(Path(cache) / f"{tag}.pt", lambda: dict(setup=train_setup(
+        ds, LEVEL, seed=0, K=K, need_localizer=False, progress=False, train_kw=QUICK_KW if quick else None)))["setup"]
+    out = dict(setup=st, seconds={"setup": time.perf_counter() - t0})
+    if st.task == "regression":
+        fed = make_federation(ds, LEVEL, K=K, seed=0)
+        X, y, _ = training_split(fed, 50, 0)
+        out["quantiles"] = _cached(Path(cache) / f"{tag}_quantiles.pt", lambda: train_quantile_model(
+            X, y, levels=(ALPHA / 2, 1 - ALPHA / 2), arch=DATASET_ARCH[ds], epochs=5 if quick else QUANTILE_EPOCHS,
+            seed=training_seed(0)))
+        rng = stream_rng(0, 2)                                   # the residuals of D_eng, the pipeline's localizer split
+        eng = [fed.sample(k, N_ENG, rng) for k in range(K)]
+        out["scale"] = _cached(Path(cache) / f"{tag}_scale.pt", lambda: train_scale_model(
+            [X for X, _ in eng], [y - st.predictor.predict(X) for X, y in eng], seed=training_seed(0),
+            **({"epochs": 5} if quick else {})))
+        out["seconds"].update(quantiles=out["quantiles"].seconds, scale=out["scale"].seconds)
     return out
 
 
@@ -225,7 +228,7 @@ def class_summary(cls):
     return g
 
 
-LABEL = {"absolute": "|y - f(x)|", "normalized": "normalized residual", "cqr": "CQR", "lac": "LAC (1 - p)",
+LABEL = {"absolute": "absolute residual", "normalized": "normalized residual", "cqr": "CQR", "lac": "LAC (1 - p)",
          "aps": "APS", "raps": "RAPS", "aps-det": "APS (not randomized)", "raps-det": "RAPS (not randomized)"}
 
 
@@ -285,7 +288,7 @@ def targets_table(s):
         ad = h[h.score.isin(["normalized", "cqr"])]
         narrower = sorted(ad[ad.narrower].dataset.unique())
         ok = len(narrower) >= n_ds / 2
-        out.append(f"| normalized residual or CQR narrower than abs. residual beyond 2 s.e. on >= half the datasets | "
+        out.append(f"| normalized residual or CQR narrower than the absolute residual beyond 2 s.e. on >= half the datasets | "
                    f"{me}, {g.upper()} | {len(narrower)} of {n_ds} ({', '.join(narrower) or 'none'}) | {'yes' if ok else 'no'} |")
     for (me, g), h in r.groupby(["method", "guarantee"]):
         ad = h[h.score.isin(["normalized", "cqr"])]
