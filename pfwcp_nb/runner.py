@@ -42,6 +42,7 @@ from .grid import (WEIGHT_KINDS, GridSpec, chunks, collect_results, default_meth
 from .backends import Execution, execute
 from .report import (figure1_star, load_training_spread, paper_table, plot_figure1, verdict_legend,
                              write_outputs)
+from .diagnostics import write_draw_diagnostics
 from ._validate import add_param_docs
 
 # %% auto #0
@@ -328,6 +329,7 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
     spread = load_training_spread() if _paper_configuration(args) else None
     paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command,
                           spread=spread)
+    paths += [] if args.no_figures else write_draw_diagnostics(df, out, args.alpha)   # a figure per dataset (08e_diagnostics)
     if args.figure1:
         res = figure1_star(alpha=args.alpha, seed=args.seed, data_dir=args.data_dir, progress=progress)
         np.savez(out / "figure1_star.npz", **res)

@@ -296,7 +296,7 @@ def test_cli_smoke(cache_dir, tmp_path):
             "--no-progress"])
     for f in ("results.csv", "table_mc_severe.md", "table_ccc_severe.md", "compare_mc_severe.md",
               "compare_ccc_severe.md", "runs.jsonl", "figures/boxplots_gaussian_mc_severe.png",
-              "figures/coverage_efficiency_mc_severe.png"):
+              "figures/coverage_efficiency_mc_severe.png", "figures/diagnostics_gaussian.png"):
         assert (out / f).is_file(), f
     res = pd.read_csv(out / "results.csv")
     assert len(res) == 6 and set(res.method) == {"CP", "FCP", "PFWCP"}

@@ -128,7 +128,7 @@ def test_calibrate_recommended():
         calibrate_recommended(agents, 0.1, 0.1)
     with pytest.raises(ValueError, match="own_scores"):
         CPOrPooled(0.1, 0.1).calibrate(agents, s0[::-1][:50], W)
-    lo, hi = calibrate_recommended(agents, 0.1, 0.1, own_scores=s0, own_weights=W)[0].predict_interval(np.zeros(len(Wt)), Wt)
+    lo, hi = calibrate_recommended(agents, 0.1, 0.1, own_scores=s0, own_weights=W)[0].predict_interval(np.zeros(len(Wt)), Wt, score="absolute")
     assert np.all(hi - lo >= 0)
 
 

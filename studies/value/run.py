@@ -25,7 +25,7 @@ import torch
 from scipy import stats
 
 from pfwcp_nb.data import make_federation, DATASETS, DATASET_SPECS, NATURAL, SIMULATED_DATASETS
-from pfwcp_nb.pipeline import alone_setup, train_setup, sample_draw
+from pfwcp_nb.pipeline import alone_setup, train_setup, sample_draw, setup_evidence
 from pfwcp_nb.metrics import evaluate_thresholds
 from pfwcp_nb.procedure import ccc_alpha
 from pfwcp_nb.methods import PAPER
@@ -101,6 +101,13 @@ def setup_for(dataset, level, cache, n_ratio=None, hparams="paper"):
                                               need_localizer=False, progress=False))
 
 
+def evidence_for(setup, fed, dataset, level, cache, n_ratio=None, hparams="paper"):
+    """The label-free evidence of the cell's estimated ratios (`pipeline.setup_evidence`: a 2-fold cross-fit of the same
+    classifiers on the same covariates), cached in `cache` beside the setup; the preset (`Recommended`) reads it."""
+    tag = ("" if n_ratio is None else f"_nratio{n_ratio}") + ("" if hparams == "paper" else f"_{hparams}") + "_evidence"
+    return _load_or_train(_cache_file(cache, dataset, level, tag), lambda: setup_evidence(setup, fed))
+
+
 def alone_for(dataset, level, cache):
     "The test agent alone (`pipeline.alone_setup` of the paper's setup), cached in `cache`."
     return _load_or_train(_cache_file(cache, dataset, level, "_alone"),
@@ -156,11 +163,13 @@ def run_cell(dataset, level, n1, n_sims, n_test, cache, names, light=False, n_ra
     alone = alone_for(dataset, level, cache) if "Alone" in names else None
     fed = make_federation(dataset, level, K=st.K, seed=0)
     kinds = ("estimated", "oracle") if has_oracle(dataset) else ("estimated",)
+    ev = evidence_for(st, fed, dataset, level, cache, n_ratio, hparams) if "Recommended" in names else None
     M = methods()
     tag = dict(dataset=dataset, heterogeneity=level, n1=n1, n_ratio=n_ratio or PAPER.n_train, ratio_hparams=hparams)
     rows = []
     for sim in range(n_sims):
-        draws = sample_draw(st, fed, sim, n_cal_test=n1, n_test=n_test, weights=kinds, localize=False, own_weights=True)
+        draws = sample_draw(st, fed, sim, n_cal_test=n1, n_test=n_test, weights=kinds, localize=False, own_weights=True,
+                            evidence=ev)
         if alone is not None:         # the same points, scored by the test agent's own predictor
             draws["alone"] = sample_draw(alone, fed, sim, n_cal_test=n1, n_test=n_test, localize=False)["estimated"]
         neff = [float(np.sum(w) ** 2 / np.sum(w ** 2)) for w in draws["estimated"].cal_weights]
