@@ -17,6 +17,7 @@ from .models import _check_agents_X, train_predictor
 from .score_models import train_scale_model, train_quantile_model
 from .density_ratio import DEFAULT_EPS, _logit_bound
 from .ratio_fit import fit_density_ratios
+from .ratio_evidence import crossfit_evidence
 from ._validate import check_unit_open, add_param_docs
 
 # %% auto #0
@@ -85,6 +86,7 @@ def calibrate_method(method: str, # one of FRONT_DOOR_METHODS
                      agents, # AgentCalibration per agent, agent 0 = the test agent
                      alpha: float, delta: float | None,
                      own_scores=None, own_weights=None, # the preset: agent 0's scores (n_1,) and omega^k there (n_1, K)
+                     evidence=None, # the preset: the ratios' label-free evidence (`ratio_evidence.crossfit_evidence`), or None
                      **method_kw, # options of PFWCP / OneShotPFWCP
                     ):
     "The calibrated estimator of `method` (it records the agents' score)."
@@ -95,7 +97,8 @@ def calibrate_method(method: str, # one of FRONT_DOOR_METHODS
     if method == "ospfwcp":
         return OneShotPFWCP(alpha, delta, **method_kw).calibrate(agents)
     if method == "preset":
-        return calibrate_recommended(agents, alpha, delta, own_scores=own_scores, own_weights=own_weights)[0]
+        return calibrate_recommended(agents, alpha, delta, own_scores=own_scores, own_weights=own_weights,
+                                     evidence=evidence)[0]
     raise ValueError(f"`method` must be one of {FRONT_DOOR_METHODS}, got {method!r}.")
 
 # %% ../nbs/06h_conformal.ipynb #5f88887b
@@ -137,7 +140,7 @@ class _FrontDoor:
             raise ValueError(f"`model` must be a fitted {self.task} model with `{'predict' if need is Regressor else 'predict_proba'}` "
                              f"(or None: trained by FedAvg), got {type(model).__name__}.")
         self.model, self.method, self.method_kw, self.train_kw = model, method, dict(method_kw or {}), dict(train_kw or {})
-        self.estimator_, self._estimators = None, None
+        self.estimator_, self._estimators, self.evidence_ = None, None, None
 
     def __repr__(self):
         return (f"{type(self).__name__}(score={self.score!r}, method={self.method!r}, alpha={self.alpha}, "
@@ -155,11 +158,14 @@ def _fit_common(self: _FrontDoor, agents, ratios):
     else:
         cX, cy = Xs, ys
     self._fit_models(tX, ty) if self._needs_training() else None
-    self.log_clip_ = None
+    self.log_clip_, self.evidence_ = None, None
     if ratios is None and self.K_ > 1:
-        kw = dict(progress=self.progress, seed=self.seed, **self.train_kw.get("ratios", {}))
+        kw = {"progress": self.progress, "seed": self.seed, "crossfit": 2 if self.method == "preset" else 1,
+              **self.train_kw.get("ratios", {})}
         ratios = fit_density_ratios(tX, **kw)
         self.log_clip_ = _logit_bound(kw.get("eps", DEFAULT_EPS))      # a weight at exp(+-this) is a saturated classifier
+        if kw["crossfit"] >= 2:      # the preset reads the ratios' evidence: out-of-fold balance, fold noise
+            self.evidence_ = crossfit_evidence(ratios, tX, features=ratios[1].features.transform, predict=self.prediction)
     self.weights_ = weight_function(ratios, self.K_)
     self.cal_X_, self.cal_y_ = cX, cy
     self._calibrate_agents()
@@ -194,7 +200,8 @@ def estimator(self: _FrontDoor, alpha: float | None = None, # None: the construc
 @patch
 def _calibrate_at(self: _FrontDoor, alpha: float):
     agents = [AgentCalibration(s, w, score=self.score) for s, w in zip(self.cal_scores_, self.cal_weights_)]
-    return calibrate_method(self.method, agents, alpha, self.delta, self.cal_scores_[0], self.own_weights_, **self.method_kw)
+    return calibrate_method(self.method, agents, alpha, self.delta, self.cal_scores_[0], self.own_weights_,
+                            evidence=self.evidence_, **self.method_kw)
 
 # %% ../nbs/06h_conformal.ipynb #a72b0884
 class FederatedConformalRegressor(_FrontDoor):

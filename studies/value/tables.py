@@ -34,21 +34,30 @@ def _wide(s, keys, methods=COLUMNS):
     return "\n".join(out)
 
 
-def n_ratio_table(s):
-    "Severe, n_1 = 100, paper hyperparameters: per dataset, n_ratio and guarantee, each method's coverage and width ratio."
-    h = s[(s.heterogeneity == "severe") & (s.n1 == 100) & (s.ratio_hparams == "paper")]
-    return _wide(h, ["dataset", "n_ratio", "guarantee"])
 
 
 def n_ratio_targets(s):
-    "The preset (`Recommended`, estimated ratios) per n_ratio and guarantee, over the datasets run (severe, n_1 = 100)."
-    h = s[(s.heterogeneity == "severe") & (s.n1 == 100) & (s.method == "Recommended") & (s.weights == "estimated")]
-    out = ["| n_ratio | hyperparameters | guarantee | datasets | valid | narrower than CP | wider than CP | width ratio median (max) |"
-           " infinite share, max |", "|---|---|---|---|---|---|---|---|---|"]
-    for (n, hp, g), x in h.groupby(["n_ratio", "ratio_hparams", "guarantee"]):
-        out.append(f"| {n} | {hp} | {g.upper()} | {len(x)} | {int(x.valid.sum())} | {int(x.narrower.sum())} | "
-                   f"{int(x.wider.sum())} | {x.ratio.median():.3f} ({x.ratio.max():.3f}) | {100 * x.inf_share.max():.1f} % |")
+    """The preset (`Recommended`, estimated ratios) per n_1, n_ratio and guarantee, over the datasets run (severe): how
+    many cells are valid, narrower or wider than local CP beyond two s.e., the width ratio and the finite share."""
+    h = s[(s.heterogeneity == "severe") & (s.method == "Recommended") & (s.weights == "estimated")]
+    out = ["| n_1 | n_ratio | hyperparameters | guarantee | datasets | valid | narrower than CP | wider than CP |"
+           " width ratio median (max) | finite share, min |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for (n1, n, hp, g), x in h.groupby(["n1", "n_ratio", "ratio_hparams", "guarantee"]):
+        med = "–" if not np.isfinite(x.ratio).any() else f"{x.ratio.median():.3f} ({x.ratio.max():.3f})"
+        out.append(f"| {n1} | {n} | {hp} | {g.upper()} | {len(x)} | {int(x.valid.sum())} | {int(x.narrower.sum())} | "
+                   f"{int(x.wider.sum())} | {med} | {100 * (1 - x.inf_share.max()):.1f} % |")
     return "\n".join(out)
+
+
+def n_ratio_table(s, n1=100):
+    "Severe, n_1 = `n1`, paper hyperparameters: per dataset, n_ratio and guarantee, each method's coverage and width ratio."
+    h = s[(s.heterogeneity == "severe") & (s.n1 == n1) & (s.ratio_hparams == "paper")]
+    return _wide(h, ["dataset", "n_ratio", "guarantee"])
+
+
+def n_ratio_scarce_table(s):
+    "The same where the test agent is scarce (severe, n_1 = 20)."
+    return n_ratio_table(s, n1=20)
 
 
 def natural_table(s):
@@ -128,5 +137,5 @@ def end_to_end_table(e):
     return "\n".join(out)
 
 
-TABLES = {"n-ratio": n_ratio_table, "n-ratio-targets": n_ratio_targets, "natural": natural_table,
+TABLES = {"n-ratio": n_ratio_table, "n-ratio-scarce": n_ratio_scarce_table, "n-ratio-targets": n_ratio_targets, "natural": natural_table,
           "natural-targets": natural_targets, "end-to-end": end_to_end_table}
