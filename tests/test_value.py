@@ -268,3 +268,23 @@ def test_scarce_test_agent_with_certified_ratios_gets_ospfwcp():
     model, regime = calibrate_recommended(small, 0.1, 0.1, own_scores=s0[:10], own_weights=W[:10],
                                           evidence=held_out_evidence(8, noise=None))
     assert regime.method == "PFWCP"
+
+
+def test_certified_ratios_give_ospfwcp_for_ccc_and_it_stays_valid():
+    "CCC with a finite local CP (n_1 = 100): certified ratios -> osPFWCP on the precise agents (full delta), valid over draws."
+    from pfwcp_nb.oneshot import OneShotPFWCP
+    cov, n = [], 0
+    for seed in range(80):
+        agents, s0, W, Wt, xt = federation(700 + seed)
+        ev = held_out_evidence(seed, noise=0.1)
+        if not ev.certified:                              # the balance test's false alarm
+            continue
+        model, regime = calibrate_recommended(agents, 0.1, 0.1, own_scores=s0, own_weights=W, evidence=ev)
+        inner = model.model if isinstance(model, OnAgents) else model
+        assert regime.method == "osPFWCP" and isinstance(inner, OneShotPFWCP), regime
+        n += 1
+        cov.append(cond_coverage(model.threshold(Wt), xt))
+    ok = np.mean(np.array(cov) >= 0.9)
+    assert n >= 60 and ok >= 0.9 - 2 * np.sqrt(0.09 / n), (n, ok)
+    _, mc = calibrate_recommended(agents, 0.1, None, own_scores=s0, own_weights=W, evidence=ev)
+    assert mc.method == "CP"                               # marginal coverage: split CP stays the answer
