@@ -13,11 +13,23 @@ _API = {  # name -> module that defines it
     "select_quantiles": "procedure",
     "AgentCalibration": "pfwcp",
     "PFWCP": "pfwcp",
+    "AbsoluteResidual": "scores",
+    "NormalizedResidual": "scores",
+    "CQR": "scores",
+    "LAC": "scores",
+    "APS": "scores",
+    "RAPS": "scores",
     "split_conformal": "methods",
     "OneShotPFWCP": "oneshot",
     "trust_check": "trust",
     "choose_gamma": "trust",
     "recommend": "trust",
+    "LocalCP": "value",
+    "calibrate_recommended": "value",
+    "ClassConditional": "mondrian",
+    "FederatedConformalRegressor": "conformal",
+    "FederatedConformalClassifier": "conformal",
+    "diagnose": "diagnostics",
     "fit_density_ratios": "ratio_fit",
     "load_dataset": "data",
     "run_experiment": "runner",
@@ -37,9 +49,14 @@ def __dir__():
 if TYPE_CHECKING:                      # for type checkers and IDEs; not executed at run time
     from .quantiles import weighted_quantile
     from .procedure import select_quantiles
+    from .scores import AbsoluteResidual, NormalizedResidual, CQR, LAC, APS, RAPS
     from .pfwcp import AgentCalibration, PFWCP
     from .oneshot import OneShotPFWCP
     from .trust import trust_check, choose_gamma, recommend
+    from .value import LocalCP, calibrate_recommended
+    from .mondrian import ClassConditional
+    from .conformal import FederatedConformalRegressor, FederatedConformalClassifier
+    from .diagnostics import diagnose
     from .ratio_fit import fit_density_ratios
     from .methods import split_conformal
     from .data import load_dataset

@@ -58,16 +58,24 @@ class RunConfig:
     ratio_model: str = "paper"     # the density-ratio models (`density_ratio.RATIO_MODELS`)
     model_seed: int = 0            # another training of the same data (`pipeline.training_seed`); 0: the stored grids
     method_kw: str = "{}"          # JSON {option: value} of method options (PFWCP's select, gamma, check); per method in the keys
+    n_ratio: int | None = None     # covariates per agent of the ratio fits (`pipeline.ratio_covariates`); None: n_train
 
     def __post_init__(self):
         if self.ratio_model not in RATIO_MODELS:
             raise ValueError(f"ratio_model={self.ratio_model!r}: use one of {RATIO_MODELS}")
+        if self.n_ratio == self.n_train:
+            object.__setattr__(self, "n_ratio", None)      # n_train covariates: the paper's run, the paper's keys
 
 # %% ../nbs/08e_cache.ipynb #e6c18e92
 @patch
 def options(self: RunConfig, method: str) -> dict:
     "The options of `method_kw` that `method` accepts (its record's `options`)."
     return {k: v for k, v in json.loads(self.method_kw).items() if k in get_spec(method).options}
+
+# %% ../nbs/08e_cache.ipynb #4e0d35f7
+def _n_ratio_tag(cfg: RunConfig) -> str:
+    "The part of a key that names the covariates of the ratio fits: empty for the paper's run (n_ratio None)."
+    return "" if cfg.n_ratio is None else f"-n{cfg.n_ratio}"
 
 # %% ../nbs/08e_cache.ipynb #734fd007
 @patch
@@ -76,7 +84,7 @@ def setup_key(self: RunConfig) -> str:
     h = _stable_hash(dict(K=self.K, n_train=self.n_train, n_cal_half=self.n_cal // 2,
                           train_kw=json.loads(self.train_kw)))
     return (f"v{CACHE_SCHEMA}__{self.dataset}__{self.heterogeneity}__seed{self.seed}__model{self.model_seed}__"
-            f"ratios-{self.ratio_model}__{h}")
+            f"ratios-{self.ratio_model}{_n_ratio_tag(self)}__{h}")
 
 # %% ../nbs/08e_cache.ipynb #da63323d
 @patch
@@ -87,8 +95,9 @@ def cell_key(self: RunConfig, method: str, guarantee: str, weights: str) -> str:
                           engine=self.engine, train_kw=json.loads(self.train_kw), options=self.options(method),
                           ratio_model=self.ratio_model if weights == "estimated" else None))
     lv = f"a{self.alpha:g}" + ("" if guarantee == "mc" else f"_d{self.delta:g}")
+    nr = _n_ratio_tag(self) if weights == "estimated" else ""         # the oracle cells do not use the fitted ratios
     return (f"v{CACHE_SCHEMA}__{self.dataset}__{self.heterogeneity}__{weights}__{method}__{guarantee}__"
-            f"S{self.n_sims}_m{self.n_test}_{lv}__seed{self.seed}__model{self.model_seed}__{h}")
+            f"S{self.n_sims}_m{self.n_test}_{lv}__seed{self.seed}__model{self.model_seed}{nr}__{h}")
 
 # %% ../nbs/08e_cache.ipynb #6ad2cffd
 def method_label(method: str, weights: str) -> str:

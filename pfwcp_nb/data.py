@@ -7,30 +7,30 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Callable
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import xlrd
 from fastcore.basics import patch
 
 from ._validate import check_pos_int, add_param_docs
-from .methods import TASK_KINDS   # what a draw predicts: defined with the method layer
+from .methods import PAPER, TASK_KINDS   # what a draw predicts, the paper's K: defined with the method layer
+from .columns import (CIFAR_COVARIATES, SYNTHETIC_COVARIATES, SYNTHETIC_D, SYNTHETIC_N, gaussian_response,
+                              CENSUS_DIVISIONS, minmax, poisson_response, read_airfoil, read_airfoil_velocity, read_bike,
+                              read_bike_seasons, read_concrete, read_crime, read_crime_divisions, read_cifar,
+                              read_protein, read_star, read_star_urbanicity, synthetic_sample)
 
 # %% auto #0
-__all__ = ['SHIFT_KINDS', 'HETEROGENEITY', 'DATASET_SPECS', 'BIKE_COVARIATES', 'CRIME_NONPREDICTIVE', 'CRIME_D',
-           'STAR_COVARIATES', 'CIFAR_COVARIATES', 'SYNTHETIC_D', 'SYNTHETIC_N', 'SYNTHETIC_COVARIATES',
-           'BRIGHTNESS_LEVELS', 'CIFAR_SEVERITIES', 'DatasetSpec', 'register_dataset', 'minmax', 'decorrelate',
-           'crime_column_names', 'resolve_data_dir', 'data_path', 'load_dataset', 'covariate_names', 'shift_parameters',
-           'brightness', 'Federation', 'make_federation', 'FederatedSplit', 'draw_split', 'DATASETS', 'TASKS',
-           'PAPER_SIZES', 'DATA_FILES', 'DATA_SOURCES']
+__all__ = ['SHIFT_KINDS', 'HETEROGENEITY', 'NATURAL', 'DATASET_SPECS', 'BRIGHTNESS_LEVELS', 'CIFAR_SEVERITIES', 'DatasetSpec',
+           'register_dataset', 'resolve_data_dir', 'data_path', 'load_dataset', 'covariate_names', 'shift_parameters',
+           'brightness', 'Federation', 'make_federation', 'FederatedSplit', 'draw_split', 'DATASETS',
+           'SIMULATED_DATASETS', 'NATURAL_DATASETS', 'TASKS', 'PAPER_SIZES', 'DATA_FILES', 'DATA_SOURCES']
 
 # %% ../nbs/04_data.ipynb #0f50c512
-SHIFT_KINDS: tuple[str, ...] = ("gaussian", "tilting", "cifar")   # synthetic means, tilted pool, brightness mixture
-HETEROGENEITY: tuple[str, ...] = ("severe", "moderate", "mild")
+SHIFT_KINDS: tuple[str, ...] = ("gaussian", "tilting", "cifar", "groups")   # synthetic means, tilted pool, brightness, natural groups
+HETEROGENEITY: tuple[str, ...] = ("severe", "moderate", "mild")              # the simulated levels of S3
+NATURAL: str = "natural"                                                     # the heterogeneity of a natural federation
 
 # %% ../nbs/04_data.ipynb #516bd18e
 @dataclass(frozen=True)
@@ -41,12 +41,13 @@ class DatasetSpec:
     shift: str                             # one of SHIFT_KINDS: how `make_federation` makes the agents differ
     paper_size: tuple                      # (n, d) of Section S3 (n None for a synthetic population)
     arch: str                              # predictor architecture (`models.PREDICTOR_ARCHS`)
-    reader: Callable | None = None         # real data: reader(paths) -> (X, y, covariate names)
+    reader: Callable | None = None         # real data: reader(paths) -> (X, y, covariate names[, group of every row])
     files: tuple[str, ...] = ()            # real data: the files `reader` reads, in the data directory
     source: str = ""                       # real data: where the files come from (named in errors)
     response: Callable | None = None       # synthetic: response(X, rng) -> y
     center: float = 0.0                    # synthetic: mean of every covariate of the unshifted population
     covariates: tuple[str, ...] | None = None   # column names known without reading the files
+    agents: tuple[str, ...] = ()           # natural federation ('groups' shift): the group of each agent, the test agent's first
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or self.name != self.name.lower():
@@ -60,6 +61,9 @@ class DatasetSpec:
                              "`reader`/`files`; a real one needs `reader`, `files` and `source` and no `response`.")
         if not synthetic and not self.source:
             raise ValueError(f"dataset {self.name!r}: `source` must say where its files come from.")
+        if (self.shift == "groups") != (len(self.agents) >= 2) or len(set(self.agents)) != len(self.agents):
+            raise ValueError(f"dataset {self.name!r}: a natural federation ('groups' shift) needs `agents`, two or more "
+                             "distinct groups (the test agent's first); other shifts take none.")
 
 # %% ../nbs/04_data.ipynb #42927eac
 DATASET_SPECS: dict[str, DatasetSpec] = {}
@@ -73,215 +77,78 @@ def register_dataset(spec: DatasetSpec) -> DatasetSpec:
     DATASET_SPECS[spec.name] = spec
     return spec
 
-# %% ../nbs/04_data.ipynb #27b275ff
-def minmax(X: np.ndarray) -> np.ndarray:
-    "Min-max normalise the columns of `X` to [0, 1]; constant columns become 0."
-    X = np.asarray(X, dtype=float)
-    lo, hi = X.min(axis=0), X.max(axis=0)
-    span = np.where(hi > lo, hi - lo, 1.0)
-    return (X - lo) / span
-
-# %% ../nbs/04_data.ipynb #e43eb798
-def _read_airfoil(paths):
-    raw = pd.read_csv(paths[0], sep="\t", header=None).to_numpy(dtype=float)
-    X, y = raw[:, :5].copy(), raw[:, 5]
-    X[:, 0] = np.log(X[:, 0])   # frequency [Hz]
-    X[:, 4] = np.log(X[:, 4])   # suction-side displacement thickness [m]
-    names = ["log_frequency", "angle_of_attack", "chord_length", "free_stream_velocity",
-             "log_suction_side_displacement_thickness"]
-    return X, y, names
-
-# %% ../nbs/04_data.ipynb #db3d4d36
-BIKE_COVARIATES = ("hr", "holiday", "weekday", "workingday", "weathersit", "temp", "atemp", "hum", "windspeed")
-
-def _read_bike(paths):
-    df = pd.read_csv(paths[0])
-    return df[list(BIKE_COVARIATES)].to_numpy(dtype=float), df["cnt"].to_numpy(dtype=float), list(BIKE_COVARIATES)
-
-# %% ../nbs/04_data.ipynb #3916adfe
-def _read_concrete(paths):
-    sheet = xlrd.open_workbook(str(paths[0])).sheet_by_name("Sheet1")   # xlrd directly: pandas' xlrd engine is deprecated
-    raw = np.array([sheet.row_values(r) for r in range(1, sheet.nrows)], dtype=float)   # row 0 is the header
-    if raw.shape[1] != 9:
-        raise ValueError(f"{paths[0]}: expected 9 columns in Sheet1, got {raw.shape[1]}.")
-    names = ["cement", "blast_furnace_slag", "fly_ash", "water", "superplasticizer", "coarse_aggregate",
-             "fine_aggregate", "age"]
-    return raw[:, :8], raw[:, 8], names
-
-# %% ../nbs/04_data.ipynb #99185e06
-def _read_protein(paths):
-    df = pd.read_csv(paths[0])
-    names = [f"F{i}" for i in range(1, 10)]
-    return df[names].to_numpy(dtype=float), df["RMSD"].to_numpy(dtype=float), names
-
-# %% ../nbs/04_data.ipynb #5b326fd5
-def decorrelate(X: np.ndarray, d_keep: int) -> np.ndarray:
-    """Indices (in column order) of the `d_keep` columns kept by greedy decorrelation: repeatedly find the most
-    correlated pair (absolute Pearson) among the remaining columns and drop the member with the larger mean absolute
-    correlation to the remaining columns."""
-    X = np.asarray(X, dtype=float)
-    if not 1 <= d_keep <= X.shape[1]:
-        raise ValueError(f"`d_keep` must be in [1, {X.shape[1]}], got {d_keep}.")
-    R = np.abs(np.corrcoef(X, rowvar=False))
-    np.fill_diagonal(R, 0.0)
-    keep = list(range(X.shape[1]))
-    while len(keep) > d_keep:
-        sub = R[np.ix_(keep, keep)]
-        i, j = np.unravel_index(np.argmax(sub), sub.shape)
-        i, j = min(i, j), max(i, j)
-        drop = i if sub[i].mean() >= sub[j].mean() else j
-        keep.pop(drop)
-    return np.array(keep)
-
-# %% ../nbs/04_data.ipynb #cc4ffe83
-CRIME_NONPREDICTIVE = ("state", "county", "community", "communityname", "fold")
-CRIME_D = 41
-
-def crime_column_names(names_file: str | os.PathLike) -> list[str]:
-    "The 128 column names of `communities.data`: the `@attribute NAME type` lines of the UCI file `communities.names`."
-    names = re.findall(r"^@attribute\s+(\S+)\s", Path(names_file).read_text(encoding="ascii"), flags=re.MULTILINE)
-    if len(names) != 128:
-        raise ValueError(f"{names_file}: expected 128 '@attribute' lines (the UCI communities.names), got {len(names)}.")
-    return names
-
-# %% ../nbs/04_data.ipynb #426fed4f
-def _read_crime(paths):
-    names = crime_column_names(paths[1])
-    df = pd.read_csv(paths[0], header=None, names=names, na_values="?")
-    y = df.pop("ViolentCrimesPerPop").to_numpy(dtype=float)
-    df = df.drop(columns=list(CRIME_NONPREDICTIVE))
-    df["OtherPerCap"] = df["OtherPerCap"].fillna(df["OtherPerCap"].mean())
-    df = df.dropna(axis=1)                      # the 22 LEMAS survey columns
-    X = df.to_numpy(dtype=float)
-    keep = decorrelate(X, CRIME_D)
-    return X[:, keep], y, [df.columns[i] for i in keep]
-
-# %% ../nbs/04_data.ipynb #23cf09a2
-_STAR_LEVELS = {  # variable -> (reference level, [(covariate name, levels mapped to 1)])
-    "gender": ("female", [("male", ["male"])]),
-    "ethnicity": ("cauc", [("ethnicity_afam", ["afam"]),
-                           ("ethnicity_other", ["asian", "hispanic", "amindian", "other"])]),
-    "lunchk": ("non-free", [("lunch_free", ["free"])]),
-    "stark": ("regular", [("class_small", ["small"]), ("class_regular_aide", ["regular+aide"])]),
-    "schoolk": ("rural", [("school_inner_city", ["inner-city"]), ("school_suburban", ["suburban"]),
-                          ("school_urban", ["urban"])]),
-    "degreek": ("bachelor", [("degree_master", ["master"]), ("degree_master_plus", ["master+"]),
-                             ("degree_specialist", ["specialist"])]),
-    "ladderk": ("level1", [("ladder_apprentice", ["apprentice"]), ("ladder_probation", ["probation"]),
-                           ("ladder_pending", ["pending"]), ("ladder_level2", ["level2"]),
-                           ("ladder_level3", ["level3"])]),
-    "tethnicityk": ("cauc", [("teacher_afam", ["afam"])]),
-}
-STAR_COVARIATES = ("male", "ethnicity_afam", "ethnicity_other", "birth", "lunch_free", "class_small",
-                   "class_regular_aide", "school_inner_city", "school_suburban", "school_urban", "degree_master",
-                   "degree_master_plus", "degree_specialist", "ladder_apprentice", "ladder_probation",
-                   "ladder_pending", "ladder_level2", "ladder_level3", "experience", "teacher_afam")
-
-# %% ../nbs/04_data.ipynb #37182cd9
-def _read_star(paths):
-    df = pd.read_csv(paths[0])
-    used = ["gender", "ethnicity", "birth", "stark", "lunchk", "schoolk", "degreek", "ladderk",
-            "experiencek", "tethnicityk", "readk", "mathk"]
-    df = df[used].dropna().reset_index(drop=True)
-    cols = {"birth": df["birth"].to_numpy(dtype=float), "experience": df["experiencek"].to_numpy(dtype=float)}
-    for var, (ref, dummies) in _STAR_LEVELS.items():
-        known = {ref, *(lv for _, lvs in dummies for lv in lvs)}
-        unknown = set(df[var].unique()) - known
-        if unknown:
-            raise ValueError(f"STAR.csv: column '{var}' has unexpected levels {sorted(unknown)}; "
-                             "the file is not the AER STAR layout described in the data README.")
-        for cname, lvs in dummies:
-            cols[cname] = df[var].isin(lvs).to_numpy(dtype=float)
-    X = np.column_stack([cols[c] for c in STAR_COVARIATES])
-    y = (df["readk"] + df["mathk"]).to_numpy(dtype=float)
-    return X, y, list(STAR_COVARIATES)
-
-# %% ../nbs/04_data.ipynb #09e42df2
-CIFAR_COVARIATES: tuple[str, ...] = tuple(f"p{r}_{c}_{ch}" for r in range(32) for c in range(32) for ch in "RGB")
-
-def _read_cifar(paths):
-    with np.load(paths[0]) as z:
-        images, labels = z["images"], z["labels"]
-    if images.dtype != np.uint8 or images.ndim != 4 or images.shape[1:] != (32, 32, 3):
-        raise ValueError(f"{paths[0]}: `images` must be uint8 of shape (N, 32, 32, 3), got {images.dtype} "
-                         f"{images.shape}.")
-    return images, labels.astype(np.int64), list(CIFAR_COVARIATES)
-
-# %% ../nbs/04_data.ipynb #212130c3
-SYNTHETIC_D = 10
-SYNTHETIC_N = 10_000
-SYNTHETIC_COVARIATES: tuple[str, ...] = tuple(f"x{l + 1}" for l in range(SYNTHETIC_D))
-
-def _gaussian_response(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    return X.sum(axis=1)
-
-# %% ../nbs/04_data.ipynb #3f26ebb6
-def _poisson_response(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    s = X.sum(axis=1)
-    n = len(s)
-    lam = np.sin(s) ** 2 + 0.1
-    return (rng.poisson(lam) + 0.03 * s * rng.standard_normal(n)
-            + (rng.random(n) < 0.01) * rng.normal(0.0, np.sqrt(5.0), n))
-
-# %% ../nbs/04_data.ipynb #585a8085
-def _synthetic_sample(response: Callable, mean: np.ndarray, n: int, rng: np.random.Generator):
-    X = mean + rng.standard_normal((n, len(mean)))
-    return X, response(X, rng)
-
 # %% ../nbs/04_data.ipynb #f86f6654
 register_dataset(DatasetSpec(
-    "gaussian", "regression", "gaussian", (None, SYNTHETIC_D), "synthetic", response=_gaussian_response, center=0.0,
+    "gaussian", "regression", "gaussian", (None, SYNTHETIC_D), "synthetic", response=gaussian_response, center=0.0,
     covariates=SYNTHETIC_COVARIATES))
 register_dataset(DatasetSpec(
-    "poisson", "regression", "gaussian", (None, SYNTHETIC_D), "synthetic", response=_poisson_response, center=3.0,
+    "poisson", "regression", "gaussian", (None, SYNTHETIC_D), "synthetic", response=poisson_response, center=3.0,
     covariates=SYNTHETIC_COVARIATES))
 
 # %% ../nbs/04_data.ipynb #47229c20
 register_dataset(DatasetSpec(
-    "airfoil", "regression", "tilting", (1503, 5), "real", reader=_read_airfoil, files=("airfoil_self_noise.dat",),
+    "airfoil", "regression", "tilting", (1503, 5), "real", reader=read_airfoil, files=("airfoil_self_noise.dat",),
     source="UCI ML Repository, Airfoil Self-Noise: https://archive.ics.uci.edu/dataset/291/airfoil+self+noise"))
 register_dataset(DatasetSpec(
-    "bike", "regression", "tilting", (17379, 9), "real", reader=_read_bike, files=("hour.csv",),
+    "bike", "regression", "tilting", (17379, 9), "real", reader=read_bike, files=("hour.csv",),
     source="UCI ML Repository, Bike Sharing (hour.csv in Bike-Sharing-Dataset.zip): "
            "https://archive.ics.uci.edu/dataset/275/bike+sharing+dataset"))
 register_dataset(DatasetSpec(
-    "concrete", "regression", "tilting", (1030, 8), "real", reader=_read_concrete, files=("Concrete_Data.xls",),
+    "concrete", "regression", "tilting", (1030, 8), "real", reader=read_concrete, files=("Concrete_Data.xls",),
     source="UCI ML Repository, Concrete Compressive Strength (Concrete_Data.xls): "
            "https://archive.ics.uci.edu/dataset/165/concrete+compressive+strength"))
 register_dataset(DatasetSpec(
-    "crime", "regression", "tilting", (1994, 41), "real", reader=_read_crime,
+    "crime", "regression", "tilting", (1994, 41), "real", reader=read_crime,
     files=("communities.data", "communities.names"),
     source="UCI ML Repository, Communities and Crime (communities.data; column names from the @attribute lines of "
            "communities.names): https://archive.ics.uci.edu/dataset/183/communities+and+crime"))
 register_dataset(DatasetSpec(
-    "star", "regression", "tilting", (3754, 20), "real", reader=_read_star, files=("STAR.csv",),
+    "star", "regression", "tilting", (3754, 20), "real", reader=read_star, files=("STAR.csv",),
     source="Tennessee STAR student data as distributed by the R package AER (data(STAR), written with "
            "write.csv): https://cran.r-project.org/package=AER ; original: Harvard Dataverse, Achilles et al. 2008"))
 register_dataset(DatasetSpec(
-    "protein", "regression", "tilting", (45730, 9), "real", reader=_read_protein, files=("CASP.csv",),
+    "protein", "regression", "tilting", (45730, 9), "real", reader=read_protein, files=("CASP.csv",),
     source="UCI ML Repository, Physicochemical Properties of Protein Tertiary Structure (CASP.csv): "
            "https://archive.ics.uci.edu/dataset/265/physicochemical+properties+of+protein+tertiary+structure"))
 
 # %% ../nbs/04_data.ipynb #7e4fa22c
 register_dataset(DatasetSpec(
-    "cifar10c", "classification", "cifar", (10000, 3072), "cifar", reader=_read_cifar,
+    "cifar10c", "classification", "cifar", (10000, 3072), "cifar", reader=read_cifar,
     files=("cifar10_test.npz",), covariates=CIFAR_COVARIATES,
     source="CIFAR-10 test set, cifar-10-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html, "
            "as an .npz with arrays images (10000,32,32,3) uint8, labels (10000,) int64 and classes (10,)"))
 
+# %% ../nbs/04_data.ipynb #f75bc5e5
+def _natural(name, source: str, size: tuple, reader, agents) -> DatasetSpec:
+    "The record of the natural federation `name` on the files of dataset `source`."
+    s = DATASET_SPECS[source]
+    return register_dataset(DatasetSpec(name, s.task, "groups", size, s.arch, reader=reader, files=s.files,
+                                        source=f"the {source} dataset's files ({s.source})", agents=tuple(agents)))
+
+_natural("crime-division", "crime", (1994, 41), read_crime_divisions, CENSUS_DIVISIONS)       # test agent: New England
+_natural("star-urbanicity", "star", (5223, 17), read_star_urbanicity, ("urban", "inner-city", "suburban", "rural"))
+_natural("bike-season", "bike", (17379, 9), read_bike_seasons,
+         [f"{s} {y}" for y in (2011, 2012) for s in ("winter", "spring", "summer", "fall")])    # test agent: winter 2011
+_natural("airfoil-velocity", "airfoil", (1503, 4), read_airfoil_velocity,
+         ("31.7 m/s", "39.6 m/s", "55.5 m/s", "71.3 m/s"))
+
 # %% ../nbs/04_data.ipynb #ba08d744
-_all_ = ["DATASETS", "TASKS", "PAPER_SIZES", "DATA_FILES", "DATA_SOURCES"]   # in __all__ although computed on access
+_all_ = ["DATASETS", "SIMULATED_DATASETS", "NATURAL_DATASETS", "TASKS", "PAPER_SIZES", "DATA_FILES",
+         "DATA_SOURCES"]   # in __all__ although computed on access
 
 _DERIVED = {   # the lists derived from the dataset records, recomputed from `DATASET_SPECS` on every access
     "DATASETS": lambda: tuple(DATASET_SPECS),                                          # names, in registration order
+    "SIMULATED_DATASETS": lambda: tuple(n for n, s in DATASET_SPECS.items() if s.shift != "groups"),  # S3's shifts
+    "NATURAL_DATASETS": lambda: tuple(n for n, s in DATASET_SPECS.items() if s.shift == "groups"),   # real groups
     "TASKS": lambda: {n: s.task for n, s in DATASET_SPECS.items()},                    # name -> regression/classification
     "PAPER_SIZES": lambda: {n: s.paper_size for n, s in DATASET_SPECS.items()},        # name -> the paper's (n, d)
-    "DATA_FILES": lambda: {n: s.files for n, s in DATASET_SPECS.items() if s.files},   # real dataset -> its files
-    "DATA_SOURCES": lambda: {n: s.source for n, s in DATASET_SPECS.items() if s.files},
+    # real dataset -> its files (a natural federation reads the files of its source dataset: not listed again)
+    "DATA_FILES": lambda: {n: s.files for n, s in DATASET_SPECS.items() if s.files and s.shift != "groups"},
+    "DATA_SOURCES": lambda: {n: s.source for n, s in DATASET_SPECS.items() if s.files and s.shift != "groups"},
 }
 
 def __getattr__(name: str):
-    "`pfwcp_nb.data.DATASETS`, `TASKS`, `PAPER_SIZES`, `DATA_FILES`, `DATA_SOURCES`: computed when read (PEP 562), so a dataset registered later is in them."
+    "`pfwcp_nb.data.DATASETS`, `SIMULATED_DATASETS`, `NATURAL_DATASETS`, `TASKS`, `PAPER_SIZES`, `DATA_FILES`, `DATA_SOURCES`: computed when read (PEP 562), so a dataset registered later is in them."
     if name in _DERIVED:
         return _DERIVED[name]()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -305,11 +172,12 @@ def data_path(name: str, data_dir: str | os.PathLike | None = None) -> list[Path
     spec = DATASET_SPECS[_check_name(name)]
     root = resolve_data_dir(data_dir)
     paths = [root / f for f in spec.files]
+    fetch = next((n for n, s in DATASET_SPECS.items() if s.files == spec.files and s.shift != "groups"), spec.name)
     for p in paths:
         if not p.is_file():
             raise FileNotFoundError(
                 f"Dataset '{spec.name}' needs the file '{p.name}', which is not in the data directory {root}. "
-                f"Get it with `pfwcp-data fetch {spec.name} --dest {root}` (source: {spec.source}), "
+                f"Get it with `pfwcp-data fetch {fetch} --dest {root}` (source: {spec.source}), "
                 f"then pass data_dir=... or set the environment variable PFWCP_DATA_DIR to the folder that holds it.")
     return paths
 
@@ -324,14 +192,16 @@ def _as_rng(rng) -> np.random.Generator:
 # %% ../nbs/04_data.ipynb #e0101984
 @functools.lru_cache(maxsize=None)
 def _load_cached(name: str, paths: tuple[str, ...], mtimes: tuple[float, ...]):
-    "Read and preprocess a real dataset once: (X, y, covariate names); tabular X min-max normalised, images as read."
+    """Read and preprocess a real dataset once: (X, y, covariate names, group of every row or None); tabular X
+    min-max normalised, images as read."""
     spec = DATASET_SPECS[name]
-    X, y, names = spec.reader([Path(p) for p in paths])
-    if spec.shift == "tilting":
+    X, y, names, *groups = spec.reader([Path(p) for p in paths])
+    groups = np.asarray(groups[0]).astype(str) if groups else None
+    if spec.shift in ("tilting", "groups"):
         X = minmax(X)
-    for a in (X, y):
+    for a in (X, y) if groups is None else (X, y, groups):
         a.setflags(write=False)             # shared by every Federation; load_dataset returns copies
-    return X, y, names
+    return X, y, names, groups
 
 # %% ../nbs/04_data.ipynb #64558474
 def _real(name: str, data_dir=None):
@@ -355,8 +225,8 @@ def load_dataset(name: str, # a registered dataset (`DATASETS`), e.g. "gaussian"
     if spec.shift == "gaussian":
         n = SYNTHETIC_N if n is None else check_pos_int(n, "n")
         rng = _as_rng(seed)
-        return _synthetic_sample(spec.response, np.full(spec.paper_size[1], spec.center), n, rng)
-    X, y, _ = _real(spec.name, data_dir)
+        return synthetic_sample(spec.response, np.full(spec.paper_size[1], spec.center), n, rng)
+    X, y = _real(spec.name, data_dir)[:2]
     if spec.shift == "cifar":
         return X.reshape(len(X), -1).astype(np.float32) / np.float32(255.0), y.copy()
     return X.copy(), y.copy()
@@ -475,7 +345,7 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 
 # %% ../nbs/04_data.ipynb #d3fc1731
 class Federation:
-    """One simulated federation of K agents for (dataset, heterogeneity, seed); agent 0 is the test agent."""
+    """One federation of K agents for (dataset, heterogeneity, seed), simulated or natural; agent 0 is the test agent."""
 
     def __init__(self, name: str, task: str, K: int, heterogeneity: str, d: int, shift: dict, seed,
                  pool_X: np.ndarray | None = None, pool_y: np.ndarray | None = None):
@@ -518,13 +388,14 @@ def pool(self: Federation) -> tuple[np.ndarray, np.ndarray] | None:
 def sample(self: Federation, k: int, n: int, rng=None, *, return_info: bool = False):
     """Draw `n` points (X, y) of agent `k` (0 = test agent) with `rng` (Generator or seed). With
     `return_info=True` also a dict: `index` (pool rows or image ids; None for synthetic data) and, for cifar,
-    `severity` (severity index per image)."""
+    `severity` (severity index per image). A natural federation's agent draws its group's rows uniformly."""
     k, n, rng = self._check_k(k), check_pos_int(n, "n"), _as_rng(rng)
     kind, info = self.shift["kind"], {"index": None}
     if kind == "gaussian":
-        X, y = _synthetic_sample(DATASET_SPECS[self.name].response, self.shift["means"][k], n, rng)
-    elif kind == "tilting":
-        idx = np.minimum(np.searchsorted(self._cdf[k], rng.random(n), side="right"), len(self._pool_X) - 1)
+        X, y = synthetic_sample(DATASET_SPECS[self.name].response, self.shift["means"][k], n, rng)
+    elif kind in ("tilting", "groups"):
+        idx = (np.minimum(np.searchsorted(self._cdf[k], rng.random(n), side="right"), len(self._pool_X) - 1)
+               if kind == "tilting" else self.shift["rows"][k][rng.integers(0, len(self.shift["rows"][k]), size=n)])
         X, y, info["index"] = self._pool_X[idx], self._pool_y[idx], idx
     else:
         idx = rng.integers(0, len(self._pool_X), size=n)
@@ -540,6 +411,9 @@ def log_ratio(self: Federation, k: int, X: np.ndarray | None = None, severity: n
     """log dP^1/dP^k of the test agent to agent `k`: exact (gaussian), up to an additive constant (tilting,
     X'(zeta^1 - zeta^k)), or log(eta^1_s / eta^k_s) from the severity indices `severity` (cifar)."""
     k, kind = self._check_k(k), self.shift["kind"]
+    if kind == "groups":
+        raise ValueError(f"'{self.name}' is a natural federation (its agents are groups of rows): it has no true "
+                         "density ratio; estimate them (`ratio_fit.fit_density_ratios`).")
     if kind == "cifar":
         if severity is None:
             raise ValueError("cifar10c: pass `severity` (from sample(..., return_info=True) or "
@@ -557,21 +431,46 @@ def log_ratio(self: Federation, k: int, X: np.ndarray | None = None, severity: n
     z = self.shift["zetas"]
     return X @ (z[0] - z[k])
 
+# %% ../nbs/04_data.ipynb #6e03d73e
+def _natural_federation(spec: DatasetSpec, heterogeneity, K, seed, data_dir) -> Federation:
+    "The federation of a natural dataset: agent k draws the rows of group `spec.agents[k]` (`Federation.sample`)."
+    if heterogeneity not in (None, NATURAL):
+        raise ValueError(f"'{spec.name}' is a natural federation (its agents are groups of rows): its heterogeneity "
+                         f"is {NATURAL!r} (or None), got {heterogeneity!r}.")
+    if K is not None and K != len(spec.agents):
+        raise ValueError(f"'{spec.name}' is a natural federation of K = {len(spec.agents)} groups {spec.agents}: "
+                         f"pass K=None or K={len(spec.agents)}, got K={K!r}.")
+    X, y, _, groups = _real(spec.name, data_dir)
+    if set(groups.tolist()) != set(spec.agents):
+        raise ValueError(f"'{spec.name}': the file's groups {sorted(set(groups.tolist()))} are not the record's agents "
+                         f"{sorted(spec.agents)}.")
+    rows = [np.flatnonzero(groups == g) for g in spec.agents]
+    return Federation(spec.name, spec.task, len(rows), NATURAL, X.shape[1],
+                      {"kind": "groups", "groups": spec.agents, "rows": rows}, seed, X, y)
+
 # %% ../nbs/04_data.ipynb #2c1b4cac
-def make_federation(name: str, heterogeneity: str = "severe", *, K: int = 11, seed: int = 0,
-                    data_dir: str | os.PathLike | None = None) -> Federation:
-    "A `Federation` of `K` agents for dataset `name` at a heterogeneity level of S3; `seed` draws the shift parameters."
-    name, heterogeneity = _check_name(name), _check_heterogeneity(heterogeneity)
-    K = check_pos_int(K, "K")
+def make_federation(name: str, # a registered dataset (`DATASETS`)
+                    heterogeneity: str | None = None, # a level of S3 (default "severe"); a natural federation: NATURAL
+                    *,
+                    K: int | None = None, # agents (default `PAPER.K` = 11); a natural federation: its number of groups
+                    seed: int = 0, # draws the shift parameters (a natural federation has none)
+                    data_dir: str | os.PathLike | None = None, # the data directory of the real datasets
+                   ) -> Federation:
+    "A `Federation` of `K` agents for dataset `name` at a heterogeneity level of S3, or its natural groups."
+    name = _check_name(name)
+    spec = DATASET_SPECS[name]
+    if spec.shift == "groups":
+        return _natural_federation(spec, heterogeneity, K, seed, data_dir)
+    heterogeneity = _check_heterogeneity("severe" if heterogeneity is None else heterogeneity)
+    K = check_pos_int(PAPER.K if K is None else K, "K")
     if K < 2:
         raise ValueError(f"`K` must be at least 2 (the test agent and one other), got {K}.")
     rng = _as_rng(seed)
-    spec = DATASET_SPECS[name]
     if spec.shift == "gaussian":
         d = spec.paper_size[1]
         means = shift_parameters("gaussian", heterogeneity, K, d, rng) + spec.center
         return Federation(name, spec.task, K, heterogeneity, d, {"kind": "gaussian", "means": means}, seed)
-    X, y, _ = _real(name, data_dir)
+    X, y = _real(name, data_dir)[:2]
     if spec.shift == "cifar":
         etas = shift_parameters("cifar", heterogeneity, K, 0, rng)
         shift = {"kind": "cifar", "etas": etas, "levels": BRIGHTNESS_LEVELS[:etas.shape[1]]}

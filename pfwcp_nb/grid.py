@@ -25,7 +25,7 @@ from .pfwcp import InfiniteThresholdWarning
 from .trust import TrustWarning
 from .cache import (ResultCache, RunConfig, atomic_pickle, atomic_save_npz, frozen_noise, load_cell,
                             method_label)
-from .data import DATASET_SPECS, HETEROGENEITY, make_federation
+from .data import DATASET_SPECS, HETEROGENEITY, NATURAL, make_federation
 from .density_ratio import oracle_density_ratios
 from .metrics import GUARANTEES, coverage_metrics, evaluate_thresholds
 from .models import DEFAULT_TRAIN_KW, draw_seed, training_seed
@@ -88,7 +88,7 @@ def ensure_setup(cfg: RunConfig, cache: ResultCache, *, data_dir=None, need_loca
         st = train_setup(cfg.dataset, cfg.heterogeneity, seed=cfg.seed, K=cfg.K, n_train=cfg.n_train,
                          n_eng=max(1, cfg.n_cal // 2), data_dir=data_dir, train_kw=json.loads(cfg.train_kw),
                          need_localizer=need_localizer, base=st, device=cfg.device, model_seed=cfg.model_seed,
-                         progress=progress)
+                         n_ratio=cfg.n_ratio, progress=progress)
         _cache_setup(path, st, cfg)
     SETUP_MEMO[key] = st
     return st
@@ -297,6 +297,7 @@ class GridSpec:
     n_train: int = PAPER.n_train              # training points per agent
     n_cal: int = PAPER.n_cal                  # calibration points per agent
     n_cal_test: int | None = None             # calibration points of the test agent (None: n_cal, like the others)
+    n_ratio: int | None = None                # covariates per agent of the ratio fits (`pipeline.ratio_covariates`; None: n_train)
     engine: str = "exact"                     # coverage engine of Procedure 1 / the one-shot tau search
     train_kw: dict | None = None              # training overrides (see `pipeline.train_setup`)
     device: str = "cpu"                       # "cpu" or "cuda": where the predictor and the density ratios are trained
@@ -319,6 +320,12 @@ def _checked_spec(s: GridSpec) -> dict:
                alpha=_check_open_unit(s.alpha, "alpha"), delta=_check_open_unit(s.delta, "delta"))
     out.update({k: _check_count(getattr(s, k), k) for k in ("n_sims", "n_test", "K", "n_train", "n_cal")})
     out["n_cal_test"] = _check_count(s.n_cal_test, "n_cal_test", none_ok=True)
+    out["n_ratio"] = _check_count(s.n_ratio, "n_ratio", none_ok=True)
+    if out["n_ratio"] is not None and out["n_ratio"] < out["n_train"]:
+        raise ValueError(f"`n_ratio` must be >= n_train = {out['n_train']} (or None), got {out['n_ratio']}.")
+    natural = [d for d in out["datasets"] if DATASET_SPECS[d].shift == "groups"]
+    if natural and "oracle" in out["weights"]:
+        raise ValueError(f"natural federations {natural} have no true density ratios: use weights='estimated'.")
     check_engine_name(s.engine)
     if s.device not in ("cpu", "cuda"):
         raise ValueError(f"`device` must be 'cpu' or 'cuda', got {s.device!r}.")
@@ -341,15 +348,18 @@ def cells(self: GridSpec, weights: str) -> list[tuple[str, str, str]]:
 # %% ../nbs/08e_grid.ipynb #785edbc3
 @patch
 def plan(self: GridSpec) -> list:
-    "[(RunConfig, cells), ...]: one dataset configuration per dataset and heterogeneity, with its cells."
+    """[(RunConfig, cells), ...]: one dataset configuration per dataset and heterogeneity, with its cells. A natural
+    federation has one configuration: its own level (`data.NATURAL`) and K (its number of groups)."""
     # the effective training settings (defaults included) go into the cache keys
     tkw = json.dumps({**DEFAULT_TRAIN_KW, **(self.train_kw or {})}, sort_keys=True, default=str)
     mkw = json.dumps(self.method_kw, sort_keys=True)
     cells = [c for w in self.weights for c in self.cells(w)]
-    return [(RunConfig(ds, het, self.n_sims, self.n_test, self.alpha, self.delta, int(self.seed), self.K, self.n_train,
-                       self.n_cal, self.engine, tkw, self.n_cal_test, self.device, self.ratio_model,
-                       int(self.model_seed), method_kw=mkw), cells)
-            for ds in self.datasets for het in self.heterogeneity]
+    natural = lambda ds: DATASET_SPECS[ds].shift == "groups"
+    return [(RunConfig(ds, het, self.n_sims, self.n_test, self.alpha, self.delta, int(self.seed),
+                       len(DATASET_SPECS[ds].agents) if natural(ds) else self.K, self.n_train, self.n_cal,
+                       self.engine, tkw, self.n_cal_test, self.device, self.ratio_model, int(self.model_seed),
+                       method_kw=mkw, n_ratio=self.n_ratio), cells)
+            for ds in self.datasets for het in ((NATURAL,) if natural(ds) else self.heterogeneity)]
 
 # %% ../nbs/08e_grid.ipynb #aabc3617
 def pending_work(cache: ResultCache, # the grid's cache

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = ['GUARANTEES', 'MARKERS', 'Z_VERDICT', 'evaluate_thresholds', 'coverage_metrics', 'marker', 'bands', 'verdict_marker']
+__all__ = ['GUARANTEES', 'MARKERS', 'Z_VERDICT', 'evaluate_thresholds', 'coverage_metrics', 'marker', 'shortfall',
+           'verdict_marker']
 
 # %% ../nbs/08a_metrics.ipynb #25816498
 def evaluate_thresholds(task: str, # "regression" or "classification"
@@ -89,28 +90,29 @@ def marker(value: float, # MC or CCC as a fraction
     return "yellow" if value >= target - band - 1e-12 else "red"
 
 # %% ../nbs/08a_metrics.ipynb #11337df7
-Z_VERDICT = 2.0                  # half-width of a verdict's interval, in combined standard uncertainties
+Z_VERDICT = 2.0                  # a shortfall counts beyond z combined standard uncertainties
 
-def bands(value: float, # MC or CCC as a fraction
-          u: float, # combined standard uncertainty of `value` (Monte Carlo and training); NaN: unknown
-          guarantee: str = "mc", alpha: float = 0.1, delta: float = 0.1,
-          z: float = Z_VERDICT, # half-width of the interval in units of `u`
-         ) -> tuple[str, ...]: # the bands that value ± z·u reaches, lowest first: one is a verdict, more are undecided
-    "The colour bands reached by `value` ± `z`·`u`."
-    if not (z >= 0 and (np.isnan(u) or u >= 0)):
-        raise ValueError(f"`u` and `z` must be >= 0 (u may be NaN: unknown), got u={u}, z={z}.")
+def shortfall(value: float, # MC or CCC as a fraction (one training's estimate, or a mean over trainings)
+              u: float, # its combined standard uncertainty (Monte Carlo and training); NaN: unknown
+              s: float = 0.0, # s.d. of the difference between two machines' values of it; NaN: unknown
+              guarantee: str = "mc", alpha: float = 0.1, delta: float = 0.1,
+              z: float = Z_VERDICT, # how many uncertainties make a shortfall
+             ) -> str: # "red" (falls short), "green" (does not) or "undecided"
+    "Is `value` below its target beyond z·u? 'red' when value + z·u < target − s, 'green' when value + z·u ≥ target + s."
+    if not (z >= 0 and (np.isnan(u) or u >= 0) and (np.isnan(s) or s >= 0)):
+        raise ValueError(f"`u`, `s` and `z` must be >= 0 (u and s may be NaN: unknown), got u={u}, s={s}, z={z}.")
     if not np.isfinite(value):
-        return ("red",)
-    order = ("red", "yellow", "green")
-    if np.isnan(u):
-        return order
-    w = z * u
-    lo, hi = (order.index(marker(x, guarantee, alpha, delta)) for x in (value - w, value + w))
-    return order[lo:hi + 1]
+        return "red"
+    if np.isnan(u) or np.isnan(s):
+        return "undecided"
+    target = 1 - alpha if guarantee == "mc" else 1 - delta
+    top = value + z * u
+    if top < target - s - 1e-12:
+        return "red"
+    return "green" if top >= target + s - 1e-12 else "undecided"
 
 # %% ../nbs/08a_metrics.ipynb #ff6addcb
-def verdict_marker(value: float, u: float, guarantee: str = "mc", alpha: float = 0.1, delta: float = 0.1,
-                   z: float = Z_VERDICT) -> str:
-    "The printed mark: the band's square when value ± z·u stays in one band, else ⬜ (undecided)."
-    b = bands(value, u, guarantee, alpha, delta, z)
-    return MARKERS[b[0] if len(b) == 1 else "undecided"]
+def verdict_marker(value: float, u: float, s: float = 0.0, guarantee: str = "mc", alpha: float = 0.1,
+                   delta: float = 0.1, z: float = Z_VERDICT) -> str:
+    "The printed mark of `shortfall`: 🟥 falls short, 🟩 does not, ⬜ undecided."
+    return MARKERS[shortfall(value, u, s, guarantee, alpha, delta, z)]

@@ -4,16 +4,19 @@
 
 # %% ../nbs/02b_pfwcp.ipynb #5de1adfa
 from __future__ import annotations
+import functools
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 import numpy as np
 from fastcore.basics import patch
 from .quantiles import weighted_quantile, effective_sample_size, quantile_of_quantiles, sorted_weighted_quantile, WQ_TOL
 from .procedure import select_quantiles, QuantileChoice, SELECT_RULES, infinite_cells, choose_cells
+from .scores import Score, as_score, check_probs
 from ._validate import check_unit_open, check_tail_mass, check_weights, add_param_docs
 
 # %% auto #0
-__all__ = ['PROTOCOL_VERSION', 'AgentSummary', 'AgentMessage', 'band_quantile', 'AgentCalibration', 'aggregate',
+__all__ = ['PROTOCOL_VERSION', 'AgentSummary', 'AgentMessage', 'band_quantile', 'AgentCalibration', 'aggregate', 'agents_score',
            'InfiniteThresholdWarning', 'PFWCP']
 
 # %% ../nbs/02b_pfwcp.ipynb #a6c1b003
@@ -123,10 +126,12 @@ def band_quantile(values, # scores v_1..v_n (1-D; NaN not allowed)
 
 # %% ../nbs/02b_pfwcp.ipynb #a6c1b001
 class AgentCalibration:
-    "One agent's calibration scores and weights. They stay inside; only summaries and messages leave."
+    "One agent's calibration scores and weights, and the score they were computed with. They stay inside; only summaries and messages leave."
     def __init__(self,
                  scores, # calibration scores s_i^k (n_k,)
                  weights=None, # density-ratio weights omega^k(X_i^k) (n_k,); None -> ones (the test agent)
+                 *,
+                 score: Score | str | None = None, # the score of `scores` (`scores.Score` or its name); None: raw numbers, no set can be built
                 ):
         s = np.asarray(scores, dtype=float)
         if s.ndim != 1 or s.size == 0:
@@ -137,9 +142,23 @@ class AgentCalibration:
         order = np.argsort(s, kind="stable")
         self._scores, self._weights = s[order], w[order]
         self._summary = AgentSummary(n_eff=effective_sample_size(w), weight_total=float(w.sum()), n=int(s.size))
+        self.score: Score | None = None if score is None else as_score(score)
 
     def __repr__(self):
-        return f"AgentCalibration(n={self._summary.n}, n_eff={self._summary.n_eff:.1f})"
+        sc = "" if self.score is None else f", score={self.score!r}"
+        return f"AgentCalibration(n={self._summary.n}, n_eff={self._summary.n_eff:.1f}{sc})"
+
+# %% ../nbs/02b_pfwcp.ipynb #8e043a63
+@patch(cls_method=True)
+def from_predictions(cls: AgentCalibration,
+                     score, # the score (`scores.Score` or its name, e.g. "normalized", "aps")
+                     y, # the agent's calibration labels (n_k,)
+                     prediction, # the score's prediction at its calibration covariates (`scores`: f(X), (mean, scale), (lower, upper), probabilities)
+                     weights=None, # density-ratio weights omega^k(X_i^k) (n_k,); None -> ones (the test agent)
+                    ) -> AgentCalibration:
+    "An agent's calibration from its labels and its models' predictions, scored by `score` (recorded in `.score`)."
+    score = as_score(score)
+    return cls(score.score(y, prediction), weights, score=score)
 
 # %% ../nbs/02b_pfwcp.ipynb #ec542d04
 @patch
@@ -219,36 +238,113 @@ def _check_agents(agents, kinds=(AgentCalibration,)) -> list:
         raise ValueError(f"`agents` must all be {names} objects (agent 0 = the test agent).")
     return agents
 
+# %% ../nbs/02b_pfwcp.ipynb #3bf88bb4
+def agents_score(agents, # AgentCalibration objects (or summaries / messages: no score)
+                ) -> Score | None: # the shared score; None: raw numbers, or no AgentCalibration among `agents`
+    "The score every AgentCalibration of `agents` was computed with; ValueError naming them when they differ."
+    recs = [a.score for a in agents if isinstance(a, AgentCalibration)]
+    if recs and any(r != recs[0] for r in recs):
+        names = ", ".join(f"agent {k}: {r!r}" for k, r in enumerate(recs))
+        raise ValueError(f"the agents' scores differ ({names}); every agent must score its calibration points with the "
+                         "same score, else the threshold has no meaning.")
+    return recs[0] if recs else None
+
 # %% ../nbs/02b_pfwcp.ipynb #4706364f
-class _ThresholdPredictor:
-    "Prediction sets from `self.threshold(test_weights)`."
+def _recording(calibrate):
+    "`calibrate` that also records the agents' score in `self.score_` (`agents_score`)."
+    @functools.wraps(calibrate)
+    def calibrate_and_record(self, agents, *args, **kwargs):
+        if isinstance(agents, Iterator):
+            agents = list(agents)                     # read twice: for the score and by `calibrate`
+        score = agents_score(agents) if isinstance(agents, (list, tuple)) else None
+        out = calibrate(self, agents, *args, **kwargs)
+        self.score_ = score
+        return out
+    return calibrate_and_record
+
+# %% ../nbs/02b_pfwcp.ipynb #29d3ebb3
+class _RecordsScore(type):
+    "Metaclass of the estimators: every `calibrate` a class gets (in its body or later by `@patch`) records the agents' score."
+    def __init__(cls, name, bases, ns):
+        super().__init__(name, bases, ns)
+        if "calibrate" in ns:
+            type.__setattr__(cls, "calibrate", _recording(ns["calibrate"]))
+
+    def __setattr__(cls, name, value):
+        type.__setattr__(cls, name, _recording(value) if name == "calibrate" and callable(value) else value)
+
+# %% ../nbs/02b_pfwcp.ipynb #f9193f72
+class _ThresholdPredictor(metaclass=_RecordsScore):
+    "Prediction sets from `self.threshold(test_weights)`, built with the score the agents were calibrated with (`score_`)."
+    score_: Score | None = None       # recorded by `calibrate` (`agents_score`); None: raw numbers, summaries, or not calibrated
+    n_unbounded_: int | None = None   # intervals unbounded before the label range, in the last `predict_interval`
     def threshold(self, test_weights) -> np.ndarray: raise NotImplementedError
+
+# %% ../nbs/02b_pfwcp.ipynb #d7e25926
+@patch
+def _score_for(self: _ThresholdPredictor, score, task: str) -> Score:
+    "The score to build sets with: `score_`, or `score` (which must then equal it); ValueError naming both otherwise."
+    rec = self.score_
+    if score is not None:
+        score = as_score(score)
+        if rec is not None and score != rec:
+            raise ValueError(f"this estimator was calibrated with the score {rec!r} and is asked to predict with {score!r}: "
+                             f"a threshold of one score means nothing for another. Drop `score=`, or recalibrate the "
+                             f"agents with {score!r}.")
+        rec = score
+    if rec is None:
+        raise ValueError("no score is recorded: the agents were calibrated on raw numbers (`AgentCalibration(scores, "
+                         "weights)`) or `calibrate` was not called, so the set's shape is unknown. Build the agents with "
+                         "`AgentCalibration(scores, weights, score=...)` or `AgentCalibration.from_predictions(score, y, "
+                         "prediction, weights)`, or name the score here: `score=\"absolute\"` (|y - f(x)|) or "
+                         "`score=\"lac\"` (1 - p_y), the paper's.")
+    if rec.task != task:
+        raise ValueError(f"{rec!r} is a {rec.task} score: use "
+                         f"`{'predict_set' if rec.task == 'classification' else 'predict_interval'}`.")
+    return rec
+
+# %% ../nbs/02b_pfwcp.ipynb #ae096e6b
+def _label_range(y_min, y_max) -> tuple[float, float]:
+    "(y_min, y_max) as floats, -inf / +inf for None; ValueError unless finite with y_min < y_max."
+    lo = -np.inf if y_min is None else float(y_min)
+    hi = np.inf if y_max is None else float(y_max)
+    if (y_min is not None and not np.isfinite(lo)) or (y_max is not None and not np.isfinite(hi)) or not lo < hi:
+        raise ValueError(f"the label range must be finite numbers with y_min < y_max (None: unbounded on that side), "
+                         f"got y_min={y_min!r}, y_max={y_max!r}.")
+    return lo, hi
 
 # %% ../nbs/02b_pfwcp.ipynb #3af7f8e8
 @patch
 def predict_interval(self: _ThresholdPredictor,
-                     y_pred, # point predictions f(X) (m,)
+                     prediction, # the score's prediction at the m test points: f(X) (absolute); (mean, scale) (normalized); (lower, upper) (CQR)
                      test_weights, # (m, K) or list of K arrays (m,)
-                    ) -> tuple[np.ndarray, np.ndarray]: # lower, upper (m,); +-inf when the threshold is +inf
-    "Regression set {y : |y - f(X)| <= Q(X)} = [f(X) - Q, f(X) + Q]."
-    y = np.atleast_1d(np.asarray(y_pred, dtype=float))
-    q = self.threshold(test_weights)
-    if y.shape != q.shape:
-        raise ValueError(f"`y_pred` has shape {y.shape} but `test_weights` describe {q.size} test points.")
-    return y - q, y + q
+                     *,
+                     y_min: float | None = None, # lower end of the label range: the intervals are clipped to it (coverage kept)
+                     y_max: float | None = None, # upper end of the label range
+                     score=None, # the score, for agents calibrated on raw numbers; else it must equal `score_`
+                    ) -> tuple[np.ndarray, np.ndarray]: # lower, upper (m,); +-inf where Q = +inf and no range is given
+    "The regression set {y : s(y, prediction) <= Q(X)} of the recorded score; `n_unbounded_`: how many were unbounded before the range."
+    sc = self._score_for(score, "regression")
+    lo_y, hi_y = _label_range(y_min, y_max)
+    lo, hi = sc.interval(prediction, self.threshold(test_weights))
+    self.n_unbounded_ = int(np.sum(~(np.isfinite(lo) & np.isfinite(hi))))
+    return np.clip(lo, lo_y, hi_y), np.clip(hi, lo_y, hi_y)
 
 # %% ../nbs/02b_pfwcp.ipynb #a8968654
 @patch
 def predict_set(self: _ThresholdPredictor,
-                probs, # class probabilities (m, C)
+                probs, # class probabilities (m, C): a softmax's output (logits are refused)
                 test_weights, # (m, K) or list of K arrays (m,)
+                *,
+                score=None, # the score, for agents calibrated on raw numbers; else it must equal `score_`
+                u=None, # randomized scores (APS, RAPS): the test points' uniforms (m,); None: drawn from the score's generator
                ) -> np.ndarray: # bool (m, C)
-    "Classification set {y : 1 - p_y(X) <= Q(X)}."
-    p = np.asarray(probs, dtype=float)
-    q = self.threshold(test_weights)
-    if p.ndim != 2 or p.shape[0] != q.size:
-        raise ValueError(f"`probs` must have shape (m={q.size}, C), got {p.shape}.")
-    return (1.0 - p) <= q[:, None]
+    "The classification set {y : s(y, probs) <= Q(X)} of the recorded score."
+    sc = self._score_for(score, "classification")
+    P, q = check_probs(probs), self.threshold(test_weights)
+    if P.shape[0] != q.size:
+        raise ValueError(f"`probs` must have shape (m={q.size}, C), got {P.shape}.")
+    return sc.predict_set(P, q, u)
 
 # %% ../nbs/02b_pfwcp.ipynb #b7ce11a1
 def _thresholds_by_cell(agents, # AgentCalibration objects (K)
@@ -319,7 +415,7 @@ class PFWCP(_CellRules):
                  delta: float | None = None, # None -> marginal coverage; else CCC level
                  *,
                  engine: str = "exact", # "exact" or "monte-carlo" (the paper)
-                 n_rep: int | None = None, # MC repetitions (engine "monte-carlo")
+                 n_rep: int | None = None, # Monte Carlo repetitions (engine "monte-carlo")
                  grid: tuple | None = None, # (betas, taus); default the paper's grid
                  agg_weights=None, # aggregation weights (K,); default n_eff / sum n_eff
                  select: str = "paper", # cell rule (SELECT_RULES): "paper", "finite-first" or "fewest-infinite"

@@ -16,18 +16,20 @@ from fastcore.basics import patch
 from .methods import PAPER, CalibrationDraw
 from .baselines import fwcp_fields, localized_fields
 from .data import brightness, make_federation
-from .density_ratio import RATIO_MODELS, oracle_density_ratios
+from .density_ratio import RATIO_MODELS, DensityRatio, oracle_density_ratios
 from .ratio_fit import fit_density_ratios
 from .ratio_fwcp import fit_fwcp_ratio
 from .ratio_selection import fit_selected_ratios
+from .ratio_evidence import crossfit_evidence
+from .evidence import EvidenceRule, RatioEvidence
 from .models import (DEFAULT_TRAIN_KW, classification_score, draw_rng, draw_seed, regression_score,
                              stream_rng,
                              train_predictor, training_seed, training_split)
 from .localizer import EngressionSampler, fit_localizer
 
 # %% auto #0
-__all__ = ['TrainedSetup', 'train_setup', 'with_ratio_model', 'pool_localizer_samples', 'sample_draw', 'FrozenNoiseSampler',
-           'frozen_localizer']
+__all__ = ['TrainedSetup', 'ratio_covariates', 'train_setup', 'with_ratio_model', 'alone_setup', 'pool_localizer_samples',
+           'sample_draw', 'setup_evidence', 'FrozenNoiseSampler', 'frozen_localizer']
 
 # %% ../nbs/08c_pipeline.ipynb #6166d00d
 @dataclass
@@ -46,6 +48,8 @@ class TrainedSetup:
     train_kw: dict = field(default_factory=dict)
     model_seed: int = 0             # the training randomness (`training_seed`); 0: the one of `seed` itself
     ratio_model: str = "paper"      # how `ratios` were fitted: "paper" (`train_setup`) or "select" (`with_ratio_model`)
+    n_ratio: int | None = None      # covariates per agent the ratios were fitted on (`ratio_covariates`); None: n_train (the paper)
+    alone: bool = False             # the test agent alone (`alone_setup`): its own predictor, no federation (ratios = 1)
 
 # %% ../nbs/08c_pipeline.ipynb #920d7262
 def _train_localizer(fed, predictor, ratios, n_eng: int, seed: int, lkw: dict, progress: bool,
@@ -61,60 +65,98 @@ def _train_localizer(fed, predictor, ratios, n_eng: int, seed: int, lkw: dict, p
     return fit_localizer([Xe for Xe, _ in eng], s_eng, seed=seed if tseed is None else tseed, progress=progress,
                         **lkw)
 
+# %% ../nbs/08c_pipeline.ipynb #942bae41
+def _check_n_ratio(n_ratio, n_train: int) -> int | None:
+    "`n_ratio` checked against the training size: None for the paper's run (None or n_train), else the int."
+    if n_ratio is None or (not isinstance(n_ratio, bool) and n_ratio == n_train):
+        return None
+    if isinstance(n_ratio, bool) or not isinstance(n_ratio, (int, np.integer)) or n_ratio < n_train:
+        raise ValueError(f"`n_ratio` must be an integer >= n_train = {n_train} (covariates per agent for the ratio "
+                         f"fits: the training ones and unlabelled ones), or None for the paper's; got {n_ratio!r}.")
+    return int(n_ratio)
+
+# %% ../nbs/08c_pipeline.ipynb #d4416373
+def ratio_covariates(fed, # the federation (`data.make_federation`)
+                     train_X: list, # the K training covariate arrays (`models.training_split`)
+                     n_ratio: int | None = None, # covariates per agent for the ratio fits; None: the training covariates (the paper)
+                     seed: int = 0, # the setup's seed: the unlabelled draws come from stream (seed, 6)
+                    ) -> list: # K arrays (n_ratio, d), each agent's training covariates first
+    "The covariates the density ratios are fitted on: the training covariates and `n_ratio` − n_train unlabelled draws per agent."
+    n_train = {len(X) for X in train_X}
+    if len(n_train) != 1:
+        raise ValueError(f"`train_X`: every agent needs the same number of training covariates, got {sorted(n_train)}.")
+    n_train = n_train.pop()
+    n_ratio = _check_n_ratio(n_ratio, n_train)
+    if n_ratio is None:
+        return list(train_X)
+    rng = stream_rng(seed, 6)
+    return [np.concatenate([X, fed.sample(k, n_ratio - n_train, rng)[0]]) for k, X in enumerate(train_X)]
+
+# %% ../nbs/08c_pipeline.ipynb #6d12ccd0
+def _fit_ratio_models(fed, X: list, n_ratio, seed: int, tseed: int, kw: dict, device: str, progress: bool,
+                      ratios=None, fwcp=None) -> tuple:
+    "The missing ones of the K-1 pairwise density ratios and FWCP's classifier, on `ratio_covariates`; the seconds of each fit."
+    Xr, secs = ratio_covariates(fed, X, n_ratio, seed), {}
+    if ratios is None:
+        t0 = time.perf_counter()
+        ratios = list(fit_density_ratios(Xr, method="pairwise", seed=tseed, dataset=fed.name, progress=progress,
+                                         device=device, **{"standardize": False, **kw.get("ratios", {})}))   # the paper's features
+        secs["ratios"] = time.perf_counter() - t0
+    if fwcp is None:
+        t0 = time.perf_counter()
+        fwcp = fit_fwcp_ratio(Xr, seed=tseed, **{"dataset": fed.name, "standardize": False, **kw.get("fwcp", {})})
+        secs["fwcp"] = time.perf_counter() - t0
+    return ratios, fwcp, secs
+
 # %% ../nbs/08c_pipeline.ipynb #d545b532
-# long cell: one setup's four trainings (predictor, ratios, FWCP, localizer) with their timings and the reuse of `base`
+# long cell: one setup's trainings (predictor, ratios and FWCP, localizer) with their timings and the reuse of `base`
 def train_setup(dataset: str, # one of `pfwcp_nb.data.DATASETS`
-                heterogeneity: str = "severe", # "severe", "moderate" or "mild"
+                heterogeneity: str | None = None, # "severe" (default), "moderate" or "mild"; a natural federation: "natural"
                 *,
                 seed: int = 0, # seeds the federation's shift parameters, the training split and the training
-                K: int = PAPER.K, # number of agents
+                K: int | None = None, # number of agents (default `PAPER.K`; a natural federation: its groups)
                 n_train: int = PAPER.n_train, # training points per agent
+                n_ratio: int | None = None, # covariates per agent of the ratio fits (`ratio_covariates`); None: n_train (the paper)
                 n_eng: int = PAPER.n_eng, # engression points per agent (the paper's D_eng: half of n_k = 100)
                 data_dir=None, # data directory of the real datasets
                 train_kw: dict | None = None, # per-model overrides {"predictor": {...}, "ratios": {...}, "fwcp": {...}, "localizer": {...}}
                 need_localizer: bool = True, # train the engression localizer (only FGLCP / osPFWGLCP use it)
-                base: TrainedSetup | None = None, # a setup of the same config whose trained parts are reused
+                base: TrainedSetup | None = None, # a setup whose parts trained with these settings are reused (its ratios: same n_ratio too)
                 device: str = "cpu", # "cpu" or "cuda": where the predictor and the density ratios are trained
                 model_seed: int = 0, # another training of the same data: initialisation and batch order (`training_seed`)
                 progress: bool = True,
                ) -> TrainedSetup:
-    """Train, once, the predictor, the K-1 pairwise density ratios, FWCP's classifier (training split, `n_train` per
-    agent) and the engression localizer (scores of a separate split of `n_eng` points per agent)."""
+    """Train, once, the predictor (training split, `n_train` per agent), the K-1 pairwise density ratios and FWCP's
+    classifier (`n_ratio` covariates per agent: the training ones and unlabelled draws) and the engression localizer
+    (scores of a separate split of `n_eng` points per agent)."""
     kw = {**DEFAULT_TRAIN_KW, **(train_kw or {})}
     if device not in ("cpu", "cuda"):
         raise ValueError(f"`device` must be 'cpu' or 'cuda', got {device!r}.")
-    dev_kw = dict(device=device)   # the predictor and the density ratios; FWCP (sklearn) and the localizer stay on the CPU
     fed = make_federation(dataset, heterogeneity, K=K, seed=seed, data_dir=data_dir)
     X, y, _ = training_split(fed, n_train, seed)
+    n_ratio = _check_n_ratio(n_ratio, n_train)                 # before any training
     tseed = training_seed(seed, model_seed)
     secs = dict(base.seconds) if base is not None else {}
-    if base is not None:
-        predictor, ratios = base.predictor, base.ratios
-    else:
+    same = lambda part: base is not None and base.train_kw.get(part) == kw.get(part)   # a part trained as asked
+    predictor = base.predictor if same("predictor") else None
+    if predictor is None:
         t0 = time.perf_counter()
-        predictor = train_predictor(fed.name, X, y, seed=tseed, progress=progress, **dev_kw,
+        predictor = train_predictor(fed.name, X, y, seed=tseed, progress=progress, device=device,
                                     **kw.get("predictor", {}))
         secs["predictor"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        ratios = fit_density_ratios(X, method="pairwise", seed=tseed, dataset=fed.name, progress=progress,
-                                    **dev_kw, **{"standardize": False, **kw.get("ratios", {})})   # the paper's features
-        secs["ratios"] = time.perf_counter() - t0
-    fwcp = base.fwcp if base is not None else None
-    localizer = base.localizer if base is not None else None
-    if fwcp is None:
-        t0 = time.perf_counter()
-        fkw = dict(kw.get("fwcp", {}))
-        fkw.setdefault("dataset", fed.name)
-        fkw.setdefault("standardize", False)                 # the paper's features
-        fwcp = fit_fwcp_ratio(X, seed=tseed, **fkw)
-        secs["fwcp"] = time.perf_counter() - t0
+    same_n = base is not None and base.n_ratio == n_ratio
+    ratios, fwcp, s = _fit_ratio_models(fed, X, n_ratio, seed, tseed, kw, device, progress,
+                                        base.ratios if same_n and same("ratios") else None,
+                                        base.fwcp if same_n and same("fwcp") else None)
+    secs.update(s)
+    localizer = base.localizer if same("localizer") and same("predictor") else None
     if localizer is None and need_localizer:
         t0 = time.perf_counter()
         localizer = _train_localizer(fed, predictor, ratios, n_eng, seed, kw.get("localizer", {}), progress, tseed)
         secs["localizer"] = time.perf_counter() - t0
-    return TrainedSetup(dataset=fed.name, heterogeneity=fed.heterogeneity, seed=seed, K=K, task=fed.task,
+    return TrainedSetup(dataset=fed.name, heterogeneity=fed.heterogeneity, seed=seed, K=fed.K, task=fed.task,
                         predictor=predictor, ratios=list(ratios), fwcp=fwcp, localizer=localizer, seconds=secs,
-                        train_kw=kw, model_seed=int(model_seed))
+                        train_kw=kw, model_seed=int(model_seed), n_ratio=n_ratio)
 
 # %% ../nbs/08c_pipeline.ipynb #919626c7
 def with_ratio_model(setup: TrainedSetup, # a setup trained by `train_setup` (the paper's ratio models)
@@ -126,7 +168,7 @@ def with_ratio_model(setup: TrainedSetup, # a setup trained by `train_setup` (th
                      progress: bool = False,
                      **ratio_kw, # more `fit_selected_ratios` options (candidates, folds, ...)
                     ) -> TrainedSetup:
-    "The setup with its density ratios fitted by `ratio_model` on its own training split; every other model is reused."
+    "The setup with its density ratios fitted by `ratio_model` on its own ratio covariates (`ratio_covariates`); every other model is reused."
     if ratio_model not in RATIO_MODELS:
         raise ValueError(f"ratio_model={ratio_model!r}: use one of {RATIO_MODELS}")
     if setup.ratio_model != "paper":
@@ -134,12 +176,35 @@ def with_ratio_model(setup: TrainedSetup, # a setup trained by `train_setup` (th
     if ratio_model == "paper":
         return setup
     fed = make_federation(setup.dataset, setup.heterogeneity, K=setup.K, seed=setup.seed, data_dir=data_dir)
-    X, _, _ = training_split(fed, n_train, setup.seed)
+    X = ratio_covariates(fed, training_split(fed, n_train, setup.seed)[0], setup.n_ratio, setup.seed)
     t0 = time.perf_counter()
     ratios = fit_selected_ratios(X, seed=training_seed(setup.seed, setup.model_seed), dataset=fed.name, device=device, progress=progress, **ratio_kw)
     secs = {**setup.seconds, "ratios_select": time.perf_counter() - t0}
     return replace(setup, ratios=list(ratios), seconds=secs, ratio_model=ratio_model,
                    train_kw={**setup.train_kw, "ratio_model": ratio_model})
+
+# %% ../nbs/08c_pipeline.ipynb #cc9ace74
+def _no_federation(X, info): return np.zeros(len(X))       # log omega = 0: the alone setup's ratios (picklable)
+
+# %% ../nbs/08c_pipeline.ipynb #aa9a814d
+def alone_setup(setup: TrainedSetup, # a setup trained by `train_setup`
+                *,
+                n_train: int = PAPER.n_train, # training points per agent (as in `train_setup`)
+                data_dir=None, # data directory of the real datasets
+                device: str = "cpu",
+                progress: bool = False,
+               ) -> TrainedSetup:
+    "The test agent alone: its own predictor on its own `n_train` training points (the federation's settings), ratios = 1."
+    if setup.alone:
+        raise ValueError("`setup` is already the test agent alone; pass the federated setup `train_setup` returned.")
+    fed = make_federation(setup.dataset, setup.heterogeneity, K=setup.K, seed=setup.seed, data_dir=data_dir)
+    X, y, _ = training_split(fed, n_train, setup.seed)
+    t0 = time.perf_counter()
+    predictor = train_predictor(fed.name, X[:1], y[:1], seed=training_seed(setup.seed, setup.model_seed),
+                                progress=progress, device=device, **setup.train_kw.get("predictor", {}))
+    one = DensityRatio(_no_federation, "the test agent alone: omega = 1")
+    return replace(setup, predictor=predictor, ratios=[one] * setup.K, fwcp=None, localizer=None, alone=True,
+                   seconds={"predictor": time.perf_counter() - t0})
 
 # %% ../nbs/08c_pipeline.ipynb #60ff708b
 def _scores(setup: TrainedSetup, X: np.ndarray, y: np.ndarray | None):
@@ -262,6 +327,7 @@ def sample_draw(setup: TrainedSetup, # the trained models
                 loc_pool=None, # `pool_localizer_samples(setup, fed)`: localizer samples per pool point
                 loc_frozen=None, # `frozen_localizer(setup)`: samples with frozen noise; both None: fresh samples
                 own_weights: bool = False, # also the ratios at agent 0's calibration covariates (`trust` check, gamma "auto")
+                evidence: RatioEvidence | None = None, # the estimated ratios' evidence (`setup_evidence`), given to the "estimated" draw
                ) -> dict:
     "The CalibrationDraw objects (one per weight kind) of calibration draw `sim`."
     rng = draw_rng(setup.seed, sim)
@@ -281,11 +347,30 @@ def sample_draw(setup: TrainedSetup, # the trained models
         cal_w, test_w = _draw_weights(setup, fed, kind, oracle, cal_X, cal_info, test_X, test_info)
         fields = dict(task=setup.task, cal_scores=cal_scores, cal_weights=cal_w, test_weights=test_w,
                       test_scores=test_scores, test_labels=test_labels,
-                      own_test_weights=_own_weights(setup, fed, kind, oracle, cal_X, cal_info) if own_weights else None)
+                      own_test_weights=_own_weights(setup, fed, kind, oracle, cal_X, cal_info) if own_weights else None,
+                      evidence=evidence if kind == "estimated" else None)
         fields.update(_extra_fields(setup, fed, kind, cal_X, cal_scores, cal_info, cal_w, test_X, test_w, test_info,
                                     draw_seed(setup.seed, sim), localize, loc_samples))
         out[kind] = CalibrationDraw(**fields)
     return out
+
+# %% ../nbs/08c_pipeline.ipynb #0accda9a
+def setup_evidence(setup: TrainedSetup, # a setup from `train_setup` (its ratios, their covariates and settings)
+                   fed, # its federation (`data.make_federation`)
+                   *,
+                   n_train: int = PAPER.n_train, # training points per agent, as in `train_setup`
+                   rule: EvidenceRule = EvidenceRule(), # when a ratio is usable and precise
+                   progress: bool = False,
+                  ) -> RatioEvidence:
+    "The label-free evidence of the setup's ratios: a 2-fold cross-fit of the same classifiers on the same covariates."
+    if setup.alone or setup.ratio_model != "paper":
+        raise ValueError("`setup` must be a federation's setup from `train_setup` (not `alone_setup`, not a selected ratio model).")
+    Xr = ratio_covariates(fed, training_split(fed, n_train, setup.seed)[0], setup.n_ratio, setup.seed)
+    kw = {"standardize": False, **setup.train_kw.get("ratios", {})}           # the setup's own ratio settings
+    r = fit_density_ratios(Xr, method="pairwise", crossfit=2, seed=training_seed(setup.seed, setup.model_seed),
+                           dataset=fed.name, progress=progress, **kw)
+    pred = setup.predictor.predict_proba if setup.task == "classification" else setup.predictor.predict
+    return crossfit_evidence(r, Xr, features=r[1].features.transform, predict=pred, rule=rule)
 
 # %% ../nbs/08c_pipeline.ipynb #70d64818
 class FrozenNoiseSampler:

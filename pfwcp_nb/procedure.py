@@ -19,14 +19,12 @@ __all__ = ['FEAS_TOL', 'TIE_TOL', 'SELECT_RULES', 'paper_grid', 'select_cell', '
            'select_quantiles', 'infinite_cells', 'feasible_ranking', 'choose_cells', 'ccc_alpha']
 
 # %% ../nbs/02_procedure.ipynb #3ccc5acd
-def paper_grid(alpha: float, # miscoverage level, in (0, 1/4)
+def paper_grid(alpha: float, # miscoverage level in (0, 1); the paper's grid for alpha < 1/4, the same shape above alpha beyond
               ) -> tuple[np.ndarray, np.ndarray]: # betas (22,), taus (22,)
-    "The search grid of the paper: betas `{alpha, ..., 1/4}` (step `(1/4-alpha)/21`) and taus `{0, 1/42, ..., 1/2}`."
+    "The paper's search grid: betas `{alpha, ..., 1/4}` (step `(1/4-alpha)/21`), taus `{0, 1/42, ..., 1/2}`; for alpha >= 1/4 (not in the paper) betas `{alpha, ..., min(alpha + 0.15, (1 + alpha)/2)}`."
     alpha = check_unit_open(alpha, "alpha")
-    if alpha >= 0.25:
-        raise ValueError(f"`alpha`={alpha} >= 1/4 leaves the paper's beta range {{alpha, ..., 1/4}} empty; "
-                         "pass your own `grid=(betas, taus)`.")
-    return np.linspace(alpha, 0.25, 22), np.arange(22) / 42
+    top = 0.25 if alpha < 0.25 else min(alpha + 0.15, (1.0 + alpha) / 2.0)
+    return np.linspace(alpha, top, 22), np.arange(22) / 42
 
 # %% ../nbs/02_procedure.ipynb #b194c7a1
 FEAS_TOL: float = 1e-8   # a cell is feasible when objective >= target - FEAS_TOL
@@ -144,7 +142,7 @@ def select_quantiles(n_eff, # effective sample sizes n_eff^k (K,), agent 0 = tes
                      delta: float | None = None, # None -> marginal coverage; else CCC level in (0, 1)
                      *,
                      engine: str = "exact", # "exact" (no Monte Carlo) or "monte-carlo" (the paper's Procedure 1)
-                     n_rep: int | None = None, # MC repetitions; default 2000 (MC) / 4000 (CCC) as in the paper
+                     n_rep: int | None = None, # Monte Carlo repetitions (engine "monte-carlo"); default 2000 for marginal coverage, 4000 for CCC, as in the paper
                      grid: tuple | None = None, # (betas, taus); default `paper_grid(alpha)`
                      agg_weights=None, # aggregation weights (K,); default n_eff / sum(n_eff)
                      seed=None, # int or numpy Generator, used by engine "monte-carlo"

@@ -20,14 +20,15 @@ from tqdm.auto import tqdm
 
 from .methods import METHODS, ORACLE_SUFFIX
 from .data import HETEROGENEITY, load_dataset
-from .metrics import GUARANTEES, MARKERS, Z_VERDICT, bands, marker
+from .metrics import GUARANTEES, MARKERS, Z_VERDICT, marker, shortfall
 from .quantiles import effective_sample_size, weighted_quantile
 
 # %% auto #0
 __all__ = ['PAPER_TABLES_FILE', 'PAPER_DATASET_ORDER', 'PAPER_TABLES', 'TRAINING_SPREAD_FILE', 'SPREAD_METRICS', 'STAR_ZETA',
-           'load_training_spread', 'with_uncertainty', 'table_verdicts', 'paper_table', 'verdict_legend', 'se_table',
-           'compare_with_paper', 'comparison_markdown', 'verdict', 'verdict_changes', 'variability_table',
-           'plot_boxplots', 'plot_coverage_efficiency', 'figure1_star', 'plot_figure1', 'write_outputs']
+           'load_training_spread', 'with_uncertainty', 'table_verdicts', 'paper_table', 'verdict_legend',
+           'verdict_summary', 'se_table', 'compare_with_paper', 'comparison_markdown', 'verdict', 'verdict_changes',
+           'variability_table', 'plot_boxplots', 'plot_coverage_efficiency', 'figure1_star', 'plot_figure1',
+           'table_values', 'table_markdown', 'write_outputs']
 
 # %% ../nbs/08d_report.ipynb #537ca0ed
 PAPER_TABLES_FILE = "paper_tables.json"   # in the package folder
@@ -76,9 +77,10 @@ SPREAD_METRICS = ("MC", "CCC", "CMC", "Eff", "inf_frac")   # the metrics whose s
 # %% ../nbs/08d_report.ipynb #0cddf773
 def with_uncertainty(df: pd.DataFrame, # rows of `run_grid` / results.csv
                      spread: pd.DataFrame | None = None, # `reproduce.training_spread` rows (None: Monte Carlo only)
-                    ) -> pd.DataFrame: # `df` with <metric>_train_sd and <metric>_u for every metric of SPREAD_METRICS
+                    ) -> pd.DataFrame: # `df` with n_trainings, <metric>_train_sd, _u and _s per metric of SPREAD_METRICS
     """The rows with, per metric, the between-training s.d. (where `spread` did not measure a cell, the largest one
-    measured for the other methods of its dataset and guarantee) and the combined uncertainty u."""
+    measured for the other methods of its dataset and guarantee), the uncertainty u of a mean of `n_trainings`
+    trainings (1 where the column is absent) and s, the s.d. of the difference between two machines' values."""
     need = {c for m in ("MC", "CCC", "CMC", "Eff") for c in (m, m + "_se")} | {"inf_frac", "n_sims", "n_test"}
     if missing := sorted(need - set(df.columns)):
         raise ValueError(f"`df` lacks the columns {missing}; pass rows of `run_grid` / a results.csv.")
@@ -92,6 +94,9 @@ def with_uncertainty(df: pd.DataFrame, # rows of `run_grid` / results.csv
         raise ValueError("`spread` lacks the column ['versus']; pass `reproduce.training_spread` rows.")
     if spread is not None and (missing := sorted(set(cols) - set(spread.columns))):
         raise ValueError(f"`spread` lacks the columns {missing}; pass `reproduce.training_spread` rows.")
+    d["n_trainings"] = d["n_trainings"] if "n_trainings" in d else 1
+    if not ((d.n_trainings >= 1) & (d.n_trainings % 1 == 0)).all():
+        raise ValueError(f"`n_trainings` must be whole numbers >= 1, got {sorted(set(d.n_trainings))}.")
     own = spread[spread.versus == ""] if spread is not None else None
     sd = {} if own is None else {tuple(r[:-1]): float(r[-1]) for r in own[cols].itertuples(index=False)}
     keys = list(zip(d.dataset, d.heterogeneity, d.weights, d.guarantee, d.method))
@@ -100,7 +105,9 @@ def with_uncertainty(df: pd.DataFrame, # rows of `run_grid` / results.csv
         own_sd = pd.Series([sd.get(k + (m,), np.nan) for k in keys], index=d.index, dtype=float)
         d[f"{m}_train_sd"] = own_sd.fillna(own_sd.groupby(groups).transform("max"))
         se = d["Eff_se"].where(np.isfinite(d.Eff), 0.0) if m == "Eff" else d[f"{m}_se"]   # ∞: the finite sets' s.e. is not kept
-        d[f"{m}_u"] = np.hypot(se, d[f"{m}_train_sd"].fillna(0.0))
+        t = d[f"{m}_train_sd"].fillna(0.0)
+        d[f"{m}_u"] = np.hypot(se, t / np.sqrt(d.n_trainings))     # a mean of n trainings: s_t / sqrt(n)
+        d[f"{m}_s"] = t * np.sqrt(2 / d.n_trainings)              # two machines' means of n: their difference
     return d
 
 # %% ../nbs/08d_report.ipynb #abd6408c
@@ -140,18 +147,18 @@ def _inf_undecided(r, z: float) -> bool:
     return bool(r.inf_frac_u > 0 and r.inf_frac <= z * r.inf_frac_u)
 
 # %% ../nbs/08d_report.ipynb #8ef7ba2e
-def _candidate(r, metric: str, bnd: tuple, inf_und: bool):
-    "(value, u, Monte Carlo s.e., surely green) of a cell that may be the row's best, or None (not possibly green, or ∞)."
+def _candidate(r, metric: str, colour: str, inf_und: bool):
+    "(value, u, Monte Carlo s.e., surely green) of a cell that may be the row's best, or None (short, or ∞)."
     v, u, se = getattr(r, metric), getattr(r, metric + "_u"), getattr(r, metric + "_se")
     if metric == "Eff" and np.isinf(v) and inf_und:      # may be finite elsewhere: its finite-set size, s.e. not kept
         v, se = r.Eff_finite, 0.0
-        u = 0.0 if np.isnan(r.Eff_train_sd) else r.Eff_train_sd
-    if "green" not in bnd or not np.isfinite(v):
+        u = 0.0 if np.isnan(r.Eff_train_sd) else r.Eff_train_sd / np.sqrt(r.n_trainings)
+    if colour == "red" or not np.isfinite(v):
         return None
-    return v, u, se, bnd == ("green",) and not (metric == "Eff" and inf_und)
+    return v, u, se, colour == "green" and not (metric == "Eff" and inf_und)
 
 # %% ../nbs/08d_report.ipynb #3688cfff
-def _cell_text(r, metric: str, pct: bool, best: str | None, bnd: tuple, inf_und: bool) -> str:
+def _cell_text(r, metric: str, pct: bool, best: str | None, colour: str, inf_und: bool) -> str:
     "One cell: the verdict's mark, the value (bold: best; italic: tied for best), '∞?' where infinity is undecided."
     v = getattr(r, metric)
     txt = _fmt(v, pct)
@@ -160,32 +167,40 @@ def _cell_text(r, metric: str, pct: bool, best: str | None, bnd: tuple, inf_und:
     if metric == "Eff" and inf_und:
         txt = "∞?" + txt[1:] if np.isinf(v) else txt + " (∞?)"
     txt = {"bold": f"**{txt}**", "tie": f"*{txt}*", None: txt}[best]
-    return f"{MARKERS[bnd[0] if len(bnd) == 1 else 'undecided']} {txt}"
+    return f"{MARKERS[colour]} {txt}"
+
+# %% ../nbs/08d_report.ipynb #8a66f84c
+def _pair_sd(pairs: dict, ra, rb, guarantee: str, metric: str) -> float:
+    "s.d. of the difference of rows ra, rb (two methods of one dataset) over trainings, / sqrt(n); NaN: not measured."
+    if ra.n_trainings != rb.n_trainings:          # means of different trainings: not paired
+        return np.nan
+    k = (ra.dataset, ra.heterogeneity, ra.weights, guarantee, metric, ra.method, rb.method)
+    return pairs.get(k, np.nan) / np.sqrt(ra.n_trainings)
 
 # %% ../nbs/08d_report.ipynb #a72ba68a
 def table_verdicts(df: pd.DataFrame, # rows of one guarantee (and heterogeneity) of `run_grid` / results.csv
                    guarantee: str = "mc", *, alpha: float = 0.1, delta: float = 0.1,
                    spread: pd.DataFrame | None = None, # `reproduce.training_spread` rows; None: Monte Carlo only
                    z: float = Z_VERDICT,
-                  ) -> pd.DataFrame: # per (method, dataset, metric): row, bands, colour, best, inf_undecided
-    "Every verdict of a `paper_table`: the colour (or 'undecided'), the best mark ('bold', 'tie', ''), ∞ undecided."
+                  ) -> pd.DataFrame: # per (method, dataset, metric): row, colour, best, inf_undecided
+    "Every verdict of a `paper_table`: the colour ('red', 'green', 'undecided'), the best mark ('bold', 'tie', ''), ∞ undecided."
     key = "MC" if guarantee == "mc" else "CCC"
     d = with_uncertainty(df[df.guarantee == guarantee], spread)
     cell = {(r.method, r.dataset): r for r in d.itertuples()}
-    bnd = {k: bands(getattr(r, key), getattr(r, key + "_u"), guarantee, alpha, delta, z) for k, r in cell.items()}
+    col = {k: shortfall(getattr(r, key), getattr(r, key + "_u"), getattr(r, key + "_s"), guarantee, alpha, delta, z)
+           for k, r in cell.items()}
     inf_und = {k: _inf_undecided(r, z) for k, r in cell.items()}
     pairs = _pairs(spread)
     out = []
     for metric in (key, "CMC", "Eff"):
         for x in dict.fromkeys(d.dataset):
             ms = [m for (m, y) in cell if y == x]
-            c = {m: _candidate(cell[(m, x)], metric, bnd[(m, x)], inf_und[(m, x)]) for m in ms}
-            best = _best({m: v for m, v in c.items() if v is not None}, z, lambda a, b: pairs.get(
-                (x, cell[(a, x)].heterogeneity, cell[(a, x)].weights, guarantee, metric, a, b), np.nan))
-            out += [dict(method=m, dataset=x, metric=metric, row=cell[(m, x)], bands=bnd[(m, x)],
-                         colour=bnd[(m, x)][0] if len(bnd[(m, x)]) == 1 else "undecided", best=best.get(m, ""),
+            c = {m: _candidate(cell[(m, x)], metric, col[(m, x)], inf_und[(m, x)]) for m in ms}
+            best = _best({m: v for m, v in c.items() if v is not None}, z,
+                         lambda a, b: _pair_sd(pairs, cell[(a, x)], cell[(b, x)], guarantee, metric))
+            out += [dict(method=m, dataset=x, metric=metric, row=cell[(m, x)], colour=col[(m, x)], best=best.get(m, ""),
                          inf_undecided=inf_und[(m, x)]) for m in ms]
-    return pd.DataFrame(out, columns=["method", "dataset", "metric", "row", "bands", "colour", "best", "inf_undecided"])
+    return pd.DataFrame(out, columns=["method", "dataset", "metric", "row", "colour", "best", "inf_undecided"])
 
 # %% ../nbs/08d_report.ipynb #adbbaf64
 def paper_table(df: pd.DataFrame, # rows of `run_grid` / `collect_results`
@@ -195,9 +210,10 @@ def paper_table(df: pd.DataFrame, # rows of `run_grid` / `collect_results`
                 alpha: float = 0.1, delta: float = 0.1,
                 datasets: Sequence[str] | None = None, methods: Sequence[str] | None = None,
                 spread: pd.DataFrame | None = None, # between-training s.d. (`reproduce.training_spread`); None: MC s.e. only
-                z: float = Z_VERDICT, # a verdict is undecided when value ± z·u crosses its threshold; 0: point verdicts
+                z: float = Z_VERDICT, # a shortfall counts beyond z·u (`metrics.shortfall`); 0 and no spread: point verdicts
                ) -> str: # markdown
-    "Markdown table in the layout of the paper's Table 2 (MC) / Table 3 (CCC): verdict marks, boldface, ∞, with their uncertainty."
+    """Markdown table in the layout of the paper's Table 2 (MC) / Table 3 (CCC): verdict marks, boldface, ∞, with their
+    uncertainty; where the rows average different numbers of trainings (`n_trainings`), † marks those with fewer."""
     d = df[df.guarantee == guarantee]
     if heterogeneity is not None:
         d = d[d.heterogeneity == heterogeneity]
@@ -211,27 +227,43 @@ def paper_table(df: pd.DataFrame, # rows of `run_grid` / `collect_results`
     key = "MC" if guarantee == "mc" else "CCC"
     v = {(r.method, r.dataset, r.metric): r for r in table_verdicts(d, guarantee, alpha=alpha, delta=delta,
                                                                    spread=spread, z=z).itertuples()}
+    most = d.n_trainings.max() if "n_trainings" in d else 1
+    dag = lambda r: "†" if getattr(r, "n_trainings", 1) < most else ""
     lines = ["| | Method | " + " | ".join(ds) + " |", "|---|---|" + "---:|" * len(ds)]
     for metric, pct in ((key, True), ("CMC", True), ("Eff", False)):
         for i, m in enumerate(ms):
             row = [f"**{metric}{' (%)' if pct else ''}**" if i == 0 else "", m]
             row += ["" if (c := v.get((m, x, metric))) is None else
-                    _cell_text(c.row, metric, pct, c.best or None, c.bands, c.inf_undecided) for x in ds]
+                    _cell_text(c.row, metric, pct, c.best or None, c.colour, c.inf_undecided) + dag(c.row) for x in ds]
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 # %% ../nbs/08d_report.ipynb #4e32dab5
 def verdict_legend(spread: pd.DataFrame | None = None, # the spread the table counted (None: Monte Carlo only)
                    z: float = Z_VERDICT) -> str:
-    "The legend of `paper_table`'s marks, saying which uncertainty they count."
-    u = ("u = sqrt(Monte Carlo s.e.² + between-training s.d.²), the training s.d. from "
-         f"`{TRAINING_SPREAD_FILE}` (results/training_variability/, {int(spread.n_trainings.min())}+ trainings; where "
-         "a cell was not measured, the largest spread of its dataset's other methods)" if spread is not None else
-         "u = the Monte Carlo s.e. (no spread over trainings counted: another training may move more)")
-    return (f"🟩 meets the target, 🟨 within the paper's yellow band, 🟥 below, ⬜ undecided (value ± {z:g}u crosses a "
-            f"band's edge: another machine or training may print either colour); bold: best value of the row among "
-            f"the green ones, by more than {z:g}u of the difference; *italic*: tied for best within it; ∞?: whether "
-            f"some sets are infinite is undecided (the infinite share ± {z:g}u reaches 0); {u}.")
+    "The legend of `paper_table`'s marks: the rule of each and the uncertainty it counts."
+    st = ("s_t the between-training s.d. from "
+          f"`{TRAINING_SPREAD_FILE}` (results/training_variability/, {int(spread.n_trainings.min())}+ trainings; where "
+          "a cell was not measured, the largest spread of its dataset's other methods)" if spread is not None else
+          "s_t = 0: no spread over trainings counted (another training or machine may move the value more)")
+    return (f"Is the method below its target beyond its uncertainty? 🟥 yes: value + {z:g}u < target − s; 🟩 no: "
+            f"value + {z:g}u ≥ target + s (no shortfall seen; not a proof that the target is met); ⬜ undecided in "
+            f"between. u = sqrt(Monte Carlo s.e.² + s_t²/n), the uncertainty of a value of n trainings (n = 1: one "
+            f"run), and s = s_t·sqrt(2/n), the s.d. of the difference between two machines' values, so a 🟥 here is a "
+            f"🟩 on another machine only if their values differ by more than 2s; {st}. Bold: best value of the row "
+            f"among the possibly green ones, by more than {z:g}u of the difference; *italic*: tied for best within it; "
+            f"∞?: whether some sets are infinite is undecided (the infinite share ± {z:g}u reaches 0).")
+
+# %% ../nbs/08d_report.ipynb #6f6c759c
+def verdict_summary(df: pd.DataFrame, # the rows of one `paper_table`
+                    guarantee: str = "mc", **kw, # `table_verdicts`' keywords (alpha, delta, spread, z)
+                   ) -> str:
+    "One line: how many of the table's validity colours fall short, are undecided, do not fall short."
+    v = table_verdicts(df, guarantee, **kw)
+    c = v[v.metric == ("MC" if guarantee == "mc" else "CCC")].colour
+    n, red, und = len(c), int((c == "red").sum()), int((c == "undecided").sum())
+    return (f"{guarantee.upper()} colours: {red} of {n} fall short (🟥), {und} undecided (⬜, {100 * und / n:.0f} %), "
+            f"{n - red - und} do not fall short (🟩).")
 
 # %% ../nbs/08d_report.ipynb #07677afd
 def se_table(df: pd.DataFrame, guarantee: str = "mc", *, heterogeneity: str | None = None) -> str:
@@ -520,6 +552,29 @@ def plot_figure1(res: dict, alpha: float = 0.1, ax=None):
 _KEY_COLS = ["dataset", "heterogeneity", "weights", "guarantee", "method", "n_sims", "n_test", "n_cal_test", "alpha", "delta",
              "seed"]
 
+# %% ../nbs/08d_report.ipynb #49d33085
+def table_values(d: pd.DataFrame, # the rows of one table
+                ) -> str:
+    "'one training, N calibration draws × M test points', or the mean of T trainings (and † for the rows of fewer)."
+    nt = d.n_trainings if "n_trainings" in d else pd.Series(1, index=d.index)
+    sizes = sorted(set(zip(nt, d.n_sims, d.n_test)), reverse=True)
+    return "; †: ".join(("the mean of {} trainings, each on " if t > 1 else "one training, ").format(t) +
+                        f"{s} calibration draws × {m} test points" for t, s, m in sizes)
+
+# %% ../nbs/08d_report.ipynb #f329477a
+def table_markdown(d: pd.DataFrame, # the rows of one table: one guarantee and heterogeneity
+                   guarantee: str = "mc", *, alpha: float = 0.1, delta: float = 0.1,
+                   spread: pd.DataFrame | None = None, # between-training s.d. that the verdicts count (`paper_table`)
+                   command: str | None = None, # the command that wrote it ("Produced by")
+                  ) -> str: # markdown
+    "The text of a table_<guarantee>_<heterogeneity>.md file."
+    title = {"mc": "Marginal coverage (MC)", "ccc": "Calibration-conditional coverage (CCC)"}[guarantee]
+    return (f"# {title}, {d.heterogeneity.iloc[0]} heterogeneity\n\nValues: {table_values(d)}; alpha={alpha:g}" +
+            (f", delta={delta:g}" if guarantee == "ccc" else "") + ". " + verdict_legend(spread) + "\n\n" +
+            paper_table(d, guarantee, alpha=alpha, delta=delta, spread=spread) + "\n\n" +
+            verdict_summary(d, guarantee, alpha=alpha, delta=delta, spread=spread) + "\n\n" + se_table(d, guarantee) +
+            (f"\n\nProduced by: `{command}`\n" if command else "\n"))
+
 # %% ../nbs/08d_report.ipynb #95aa3256
 # long cell: one pass over the merged rows writes the CSV, then each (guarantee, heterogeneity)'s table and comparison
 def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float = 0.1, figures: bool = True,
@@ -556,12 +611,8 @@ def write_outputs(df: pd.DataFrame, out_dir, *, alpha: float = 0.1, delta: float
                 d = sub[(sub.heterogeneity == het) & (sub.guarantee == g)]
                 if d.empty:
                     continue
-                title = {"mc": "Marginal coverage (MC)", "ccc": "Calibration-conditional coverage (CCC)"}[g]
-                txt = (f"# {title}, {het} heterogeneity\n\n{n_sims} calibration draws × {n_test} test points, "
-                       f"alpha={alpha:g}" + (f", delta={delta:g}" if g == "ccc" else "") + ". " + verdict_legend(spread)
-                       + "\n\n" + paper_table(d, g, alpha=alpha, delta=delta, spread=spread) + "\n\n" + se_table(d, g) + cmd)
                 p = out / f"table_{g}_{het}{sfx}.md"
-                p.write_text(txt)
+                p.write_text(table_markdown(d, g, alpha=alpha, delta=delta, spread=spread, command=command))
                 written.append(p)
                 if het == "severe" and (d.weights == "estimated").any() and not sfx:
                     cmp = compare_with_paper(d, g, alpha=alpha, delta=delta)

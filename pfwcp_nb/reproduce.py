@@ -17,7 +17,7 @@ import pandas as pd
 
 from .argtypes import cli_positive_int
 from .methods import PAPER, METHODS
-from .data import DATASET_SPECS, HETEROGENEITY, data_path
+from .data import DATASET_SPECS, HETEROGENEITY, SIMULATED_DATASETS, data_path
 from .metrics import GUARANTEES
 from .report import variability_table
 from .grid import WEIGHT_KINDS, GridSpec
@@ -25,8 +25,9 @@ from .backends import Execution
 from .runner import LOG_EVERY, run_grid
 
 # %% auto #0
-__all__ = ['CELL_COLS', 'METRIC_OF', 'SPREAD_COLUMNS', 'SUBSETS', 'training_variability', 'training_spread', 'total_uncertainty',
-           'reproduction_z', 'check_reproduction', 'cli_cell', 'main']
+__all__ = ['CELL_COLS', 'METRIC_OF', 'SPREAD_COLUMNS', 'MEAN_COLUMNS', 'SUBSETS', 'training_variability', 'training_spread',
+           'mean_over_trainings', 'with_means', 'total_uncertainty', 'reproduction_z', 'check_reproduction', 'cli_cell',
+           'main']
 
 # %% ../nbs/08g_reproduce.ipynb #1413e4f1
 CELL_COLS = ["dataset", "heterogeneity", "weights", "guarantee", "method"]   # what names one cell of the grid
@@ -96,6 +97,34 @@ def training_spread(runs: pd.DataFrame, # rows of several trainings, as for `tra
                     rows.append(dict(zip(CELL_COLS, key[:4] + (a,)), metric=key[4], versus=b, n_trainings=n, train_sd=sd))
     return pd.DataFrame(rows)
 
+# %% ../nbs/08g_reproduce.ipynb #f997f891
+MEAN_COLUMNS = ("MC", "CCC", "CMC", "Eff", "Eff_finite", "inf_frac")   # averaged over trainings, with their _se if kept
+
+def mean_over_trainings(runs: pd.DataFrame, # rows of several trainings, as for `training_variability`
+                       ) -> pd.DataFrame: # one row per cell: the means, one training's s.e., n_trainings, the draws
+    "Per cell, the mean of every metric over the trainings and `n_trainings`: rows that `report.paper_table` reads."
+    rows = []
+    for cell, d in _training_cells(runs, set(MEAN_COLUMNS) | {"MC_se", "CCC_se", "CMC_se", "Eff_se"}):
+        r = dict(zip(CELL_COLS, cell), n_trainings=len(d))
+        for c in MEAN_COLUMNS:
+            r[c] = d[c].mean()
+            if c + "_se" in d:
+                r[c + "_se"] = float(np.sqrt(np.mean(d[c + "_se"] ** 2)))
+        r.update({c: d[c].iloc[0] for c in ("n_sims", "n_test", "n_cal_test", "seed", "alpha", "delta") if c in d})
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+# %% ../nbs/08g_reproduce.ipynb #4ea1854d
+def with_means(stored: pd.DataFrame, # one training's rows of a grid (a results.csv)
+               runs: pd.DataFrame, # rows of several trainings of some of its cells, as for `mean_over_trainings`
+              ) -> pd.DataFrame: # `stored`'s cells, each that `runs` trained again as its mean (`n_trainings`)
+    "The grid with the mean over trainings wherever `runs` has the cell, else its one training (`n_trainings` 1)."
+    mean = mean_over_trainings(runs)
+    key = lambda d: list(zip(*(d[c] for c in CELL_COLS)))
+    have = set(key(mean))
+    rest = stored[[k not in have for k in key(stored)]].assign(n_trainings=1)
+    return pd.concat([mean, rest], ignore_index=True)
+
 # %% ../nbs/08g_reproduce.ipynb #51c03908
 def total_uncertainty(se, # Monte Carlo standard error(s) of one training's estimate
                       train_sd, # between-training standard deviation(s) of the cell
@@ -117,7 +146,7 @@ def reproduction_z(stored, stored_se, new, new_se, train_sd=0.0) -> np.ndarray:
 SUBSETS: dict[str, list[tuple[str, str, str]]] = {    # named subsets of cells (dataset, method, guarantee)
     "smoke": [("gaussian", "CP", "mc"), ("gaussian", "PFWCP", "mc"), ("gaussian", "PFWCP", "ccc")],
     "synthetic": [(d, m, g) for d in ("gaussian", "poisson") for m in ("CP", "PFWCP") for g in GUARANTEES],
-    "pfwcp": [(d, "PFWCP", g) for d in DATASET_SPECS for g in GUARANTEES],
+    "pfwcp": [(d, "PFWCP", g) for d in SIMULATED_DATASETS for g in GUARANTEES],
 }
 
 def _stored_rows(stored: pd.DataFrame, cells, heterogeneity: str, weights: str) -> pd.DataFrame:

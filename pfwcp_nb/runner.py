@@ -34,7 +34,7 @@ from .argtypes import cli_level, cli_nonneg_int, cli_positive_int
 from .methods import PAPER, METHODS
 from .procedure import SELECT_RULES
 from .cache import ResultCache
-from .data import DATASET_SPECS, HETEROGENEITY, data_path
+from .data import DATASET_SPECS, HETEROGENEITY, SIMULATED_DATASETS, data_path
 from .density_ratio import RATIO_MODELS
 from .metrics import GUARANTEES
 from .grid import (WEIGHT_KINDS, GridSpec, chunks, collect_results, default_methods, merge_cells,
@@ -42,6 +42,7 @@ from .grid import (WEIGHT_KINDS, GridSpec, chunks, collect_results, default_meth
 from .backends import Execution, execute
 from .report import (figure1_star, load_training_spread, paper_table, plot_figure1, verdict_legend,
                              write_outputs)
+from .diagnostics import write_draw_diagnostics
 from ._validate import add_param_docs
 
 # %% auto #0
@@ -145,7 +146,8 @@ def _parser() -> argparse.ArgumentParser:
                                             "command to continue an interrupted run.")
     p.add_argument("--datasets", nargs="+", default=["gaussian", "poisson"], choices=("all",) + tuple(DATASET_SPECS),
                    metavar="DATASET", help=f"datasets among {', '.join(DATASET_SPECS)}, or 'all' for the nine "
-                                           "(default: the synthetic gaussian poisson, which need no data files)")
+                                           "simulated ones (default: the synthetic gaussian poisson, which need no "
+                                           "data files); a natural federation runs at its own level and K")
     p.add_argument("--methods", nargs="+", default=None, choices=list(METHODS), metavar="METHOD",
                    help=f"methods among {', '.join(METHODS)} (default: the paper's, {' '.join(default_methods())}; "
                         "with oracle weights the weight-using ones)")
@@ -175,6 +177,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/08f_runner.ipynb #ab2792e7
+# long cell: one argparse option per statement, the run's options in one place
 def _add_run_arguments(p: argparse.ArgumentParser):
     "The options of where and how a run goes and what it writes (`backends.Execution`, the outputs)."
     p.add_argument("--out", default="pfwcp_results", help="output directory (tables, CSV, figures, cache; default pfwcp_results)")
@@ -196,6 +199,9 @@ def _add_run_arguments(p: argparse.ArgumentParser):
     p.add_argument("--ratio-model", default="paper", choices=RATIO_MODELS,
                    help="density-ratio models: 'paper' (S3's fixed classifiers; default) or 'select' (chosen per "
                         "federation by held-out federated log-loss; the predictor is not retrained)")
+    p.add_argument("--n-ratio", type=cli_positive_int, default=None,
+                   help="covariates per agent the density ratios are fitted on: the training covariates and unlabelled "
+                        "draws of the agent's own law (default: the n_train training covariates, the paper)")
     p.add_argument("--train-kw", type=cli_train_kw, default=None,
                    help="JSON training overrides per model, e.g. '{\"predictor\": {\"epochs\": 500}}'")
     p.add_argument("--exclude", nargs="+", type=cli_exclude_cell, default=[], metavar="METHOD:GUARANTEE",
@@ -222,7 +228,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     a = p.parse_args(argv)
     if "all" in a.datasets and len(a.datasets) > 1:
         p.error(f"argument --datasets: 'all' cannot be combined with other datasets, got {a.datasets}")
-    a.datasets = list(DATASET_SPECS) if a.datasets == ["all"] else list(dict.fromkeys(a.datasets))
+    a.datasets = list(SIMULATED_DATASETS) if a.datasets == ["all"] else list(dict.fromkeys(a.datasets))
     if a.data_dir is not None and not Path(a.data_dir).is_dir():
         p.error(f"argument --data-dir: {a.data_dir!r} is not a directory")
     for ds in a.datasets + (["star"] if a.figure1 else []):
@@ -298,7 +304,7 @@ def _grid_spec(a: argparse.Namespace) -> GridSpec:
     return GridSpec(a.datasets, a.methods, a.guarantee, heterogeneity=a.heterogeneity, weights=a.weights,
                     n_sims=a.n_sims, n_test=a.n_test, alpha=a.alpha, delta=a.delta, seed=a.seed, engine=a.engine,
                     train_kw=a.train_kw, n_cal_test=a.n_cal_test, device=a.device, ratio_model=a.ratio_model,
-                    model_seed=a.model_seed, exclude=a.exclude,
+                    model_seed=a.model_seed, exclude=a.exclude, n_ratio=a.n_ratio,
                     method_kw=dict(select=a.select, gamma=a.gamma, check=a.check))
 
 # %% ../nbs/08f_runner.ipynb #0661024c
@@ -323,6 +329,7 @@ def cli_run(argv: Sequence[str] | None = None) -> pd.DataFrame:
     spread = load_training_spread() if _paper_configuration(args) else None
     paths = write_outputs(df, out, alpha=args.alpha, delta=args.delta, figures=not args.no_figures, command=command,
                           spread=spread)
+    paths += [] if args.no_figures else write_draw_diagnostics(df, out, args.alpha)   # a figure per dataset (08e_diagnostics)
     if args.figure1:
         res = figure1_star(alpha=args.alpha, seed=args.seed, data_dir=args.data_dir, progress=progress)
         np.savez(out / "figure1_star.npz", **res)

@@ -222,12 +222,14 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
                   agents=() if evidence is None else keep)
     said = ("" if evidence is None else f"; the ratios' evidence keeps agents {list(keep)}" if len(keep) > 1
             else "; the ratios' evidence keeps no other agent")
-    if not common["cp_finite"] and len(keep) > 1 and evidence is not None and evidence.certified:
+    if (not common["cp_finite"] or delta is not None) and len(keep) > 1 and evidence is not None and evidence.certified:
         return Regime(method="osPFWCP", options={}, **common,
-                      reason=f"local CP returns the whole line at n_1={n1} for this guarantee, and the ratios' evidence "
-                             "certifies the federation (balanced, precise): osPFWCP, finite wherever its tau search "
-                             "certifies the level, was valid there with ratios fitted on 200 or more covariates per "
-                             "agent" + said)
+                      reason=("local CP returns the whole line at n_1={n1} for this guarantee" if not common["cp_finite"]
+                              else "calibration-conditional coverage").format(n1=n1)
+                             + ", and the ratios' evidence certifies the federation (balanced, precise; read from the "
+                             "ratio covariates, not the calibration scores, so the choice costs no delta): osPFWCP on the "
+                             "precise agents, finite wherever its tau search certifies the level, was valid and narrower "
+                             "than local CP with ratios fitted on 200 or more covariates per agent" + said)
     if not common["cp_finite"] and len(keep) > 1:
         return Regime(method="PFWCP", options=dict(select="finite-first", gamma="auto"), **common,
                       reason=f"local CP returns the whole line at n_1={n1} for this guarantee; PFWCP with finite-first "

@@ -6,6 +6,18 @@ live in tests/* (hypothesis or many seeds, every `ValueError` with its message, 
 scripts, statistical checks over many draws). A case is written once: a value checked in a notebook is not checked
 again here.
 
+**Two tiers.** The README's test command runs every notebook and `pytest tests -m "not slow"`, within ten minutes on
+two idle cores; `.ci/run` runs that command, then `pytest tests -m slow`, so every test runs in CI. Mark a test
+`@pytest.mark.slow` (or a module `pytestmark = pytest.mark.slow`) when it
+- starts the package in a subprocess: a console script (`pfwcp-experiments`, `pfwcp-demo`, `pfwcp-reproduce`,
+  `pfwcp-data`), a study or a tool (`studies/*`, `tools/make_readme.py`), a deployment (`scripts/flower_deploy.sh`), a
+  Flower simulation or a Ray cluster — importing the harness alone costs about 7 s of CPU per process;
+- or takes more than about 10 s alone on an idle core in process: a long simulation, a grid, a real-data grid.
+The rest — property, bad-input and integration tests in process — stays fast. A slow test must still be able to
+fail, and it runs in CI; there is no timing assertion (a loaded machine must not fail a test). When a module-scoped
+fixture is shared, mark by the test's own cost: the fixture's cost moves to the next test that uses it.
+`pytest tests -q -m "not slow" --durations=20` shows the fast tier's slowest tests.
+
 Fixtures:
 - `severe_gaussian(K, seed)`: the severe Gaussian-shift federation of the paper's S3, built by
   `data.make_federation`, and the Generator that drew its shift (go on drawing from it).

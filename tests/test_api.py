@@ -9,7 +9,9 @@ import pytest
 import pfwcp_nb
 
 EXPECTED = {"PFWCP", "split_conformal", "OneShotPFWCP", "AgentCalibration", "weighted_quantile", "select_quantiles", "run_experiment",
-            "load_dataset", "fit_density_ratios", "trust_check", "choose_gamma", "recommend"}
+            "load_dataset", "fit_density_ratios", "trust_check", "choose_gamma", "recommend", "LocalCP",
+            "calibrate_recommended", "AbsoluteResidual", "NormalizedResidual", "CQR", "LAC", "APS", "RAPS",
+            "ClassConditional", "FederatedConformalRegressor", "FederatedConformalClassifier", "diagnose"}
 
 
 def test_all_is_the_documented_api():

@@ -58,6 +58,7 @@ EXPERIMENTS_BAD = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, option", EXPERIMENTS_BAD, ids=[" ".join(a) for a, _ in EXPERIMENTS_BAD])
 def test_experiments_bad_value_exits_2_with_usage(args, option, tmp_path):
     (tmp_path / "a_file").write_text("not a directory")
@@ -66,6 +67,7 @@ def test_experiments_bad_value_exits_2_with_usage(args, option, tmp_path):
     assert not (tmp_path / "pfwcp_results").exists()          # nothing ran
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA present: --device cuda is valid here")
 def test_experiments_device_cuda_without_cuda_exits_2(tmp_path):
     r = _run("pfwcp-experiments", ["--device", "cuda", "--n-sims", "2", "--n-test", "10"], tmp_path, timeout=60)
@@ -77,11 +79,13 @@ DEMO_BAD = [(["--alpha", "1.5"], "--alpha"), (["--n-sims", "-1"], "--n-sims"), (
             (["--delta", "1"], "--delta"), (["--seed", "-1"], "--seed"), (["--heterogeneity", "extreme"], "--heterogeneity")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, option", DEMO_BAD, ids=[" ".join(a) for a, _ in DEMO_BAD])
 def test_demo_bad_value_exits_2_with_usage(args, option, tmp_path):
     _check_usage_error(_run("pfwcp-demo", args, tmp_path, timeout=60), "pfwcp-demo", option)
 
 
+@pytest.mark.slow
 def test_demo_success_exits_0_without_progress_bar(tmp_path):
     r = _run("pfwcp-demo", ["--n-sims", "3", "--n-test", "40", "--seed", "1"], tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -90,6 +94,7 @@ def test_demo_success_exits_0_without_progress_bar(tmp_path):
     assert "method" not in r.stderr                          # the DataFrame is not passed to sys.exit
 
 
+@pytest.mark.slow
 def test_experiments_success_exits_0_without_progress_bar(tmp_path):
     kw = json.dumps({"predictor": {"epochs": 5}, "ratios": {"epochs": 5}})
     args = ["--datasets", "gaussian", "--methods", "CP", "FCP", "--guarantee", "mc", "--n-sims", "2", "--n-test", "20",
@@ -117,6 +122,7 @@ def test_experiments_success_exits_0_without_progress_bar(tmp_path):
     assert {"cpu_seconds", "draw_cpu_seconds"} <= set(res.columns) and (res.cpu_seconds > 0).all()
 
 
+@pytest.mark.slow
 def test_experiments_log_shows_training_in_workers(tmp_path):
     "With --jobs 2 and stderr a pipe (a log, nohup): a line when each dataset's models start training in a worker and when they are ready, lines per chunks with an estimate, none of tqdm's bars."
     kw = json.dumps({"predictor": {"epochs": 5}, "ratios": {"epochs": 5}})
@@ -138,6 +144,7 @@ def test_experiments_log_shows_training_in_workers(tmp_path):
     assert r.returncode == 0 and r.stderr == "", r.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_experiments_n_cal_test_column(tmp_path):
     kw = json.dumps({"predictor": {"epochs": 5}, "ratios": {"epochs": 5}})
     r = _run("pfwcp-experiments", ["--datasets", "gaussian", "--methods", "CP", "--guarantee", "mc", "--n-sims", "2",
@@ -149,6 +156,7 @@ def test_experiments_n_cal_test_column(tmp_path):
     assert (tmp_path / "out" / "table_mc_severe_n1-5.md").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prog", ["pfwcp-experiments", "pfwcp-demo"])
 def test_help_exits_0(prog, tmp_path):
     r = _run(prog, ["--help"], tmp_path, timeout=60)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pfwcp_nb import columns as C
 from pfwcp_nb import data as D
 from pfwcp_nb.models import DATASET_ARCH
 
@@ -22,7 +23,7 @@ EXPECTED = {"airfoil": (1503, 5), "bike": (17379, 9), "concrete": (1030, 8), "cr
 
 @pytest.mark.parametrize("name", D.DATASETS)
 def test_loader_shapes_dtypes_no_nan(name, require_dataset):
-    if name in REAL:
+    if D.DATASET_SPECS[name].files:
         require_dataset(name)
     X, y = D.load_dataset(name)
     assert X.ndim == 2 and y.ndim == 1 and len(X) == len(y)
@@ -39,6 +40,8 @@ def test_loader_shapes_dtypes_no_nan(name, require_dataset):
         assert X.shape == EXPECTED[name]
     if name == "star":
         assert X.shape[1] == 20
+    if name in D.NATURAL_DATASETS:
+        assert X.shape == D.PAPER_SIZES[name]          # the sizes measured and recorded for the natural federations
     assert D.TASKS[name] == ("classification" if name == "cifar10c" else "regression")
     assert len(D.covariate_names(name)) == X.shape[1]
 
@@ -116,7 +119,7 @@ def test_crime_selection(require_dataset):
     names = [line.split()[1] for line in (root / "communities.names").read_text().splitlines()
              if line.startswith("@attribute ")]
     assert len(names) == 128 and names[-1] == "ViolentCrimesPerPop"
-    assert D.crime_column_names(root / "communities.names") == names
+    assert C.crime_column_names(root / "communities.names") == names
     if (root / "communities_attributes.csv").is_file():       # the shared folder's name list agrees
         assert pd.read_csv(root / "communities_attributes.csv", sep=r"\s+")["attributes"].tolist() == names
     df = pd.read_csv(root / "communities.data", header=None, names=names, na_values="?")
@@ -146,19 +149,19 @@ def test_decorrelate_drops_duplicates():
     rng = np.random.default_rng(0)
     Z = rng.standard_normal((500, 4))
     X = np.column_stack([Z[:, 0], Z[:, 1], Z[:, 0] + 1e-3 * rng.standard_normal(500), Z[:, 2], Z[:, 3]])
-    keep = D.decorrelate(X, 4)
+    keep = C.decorrelate(X, 4)
     assert len(keep) == 4 and (0 in keep) != (2 in keep)     # exactly one of the near-duplicates survives
     with pytest.raises(ValueError, match="d_keep"):
-        D.decorrelate(X, 0)
+        C.decorrelate(X, 0)
 
 
 def test_crime_column_names_reads_attribute_lines(tmp_path):
     f = tmp_path / "communities.names"
     f.write_text("text that mentions @attribute mid-line\n" + "".join(f"@attribute c{i} numeric\n" for i in range(128)))
-    assert D.crime_column_names(f) == [f"c{i}" for i in range(128)]
+    assert C.crime_column_names(f) == [f"c{i}" for i in range(128)]
     f.write_text("@attribute a numeric\n@attribute b string\n")
     with pytest.raises(ValueError, match="expected 128 '@attribute' lines"):
-        D.crime_column_names(f)
+        C.crime_column_names(f)
 
 
 def test_star_matches_raw(require_dataset):
@@ -469,10 +472,13 @@ def test_derived_tables_are_what_the_records_say():
     assert D.DATASETS == tuple(S) and all(n == s.name for n, s in S.items())
     assert D.TASKS == {n: s.task for n, s in S.items()}
     assert D.PAPER_SIZES == {n: s.paper_size for n, s in S.items()}
-    assert D.DATA_FILES == {n: s.files for n, s in S.items() if s.files}
-    assert D.DATA_SOURCES == {n: s.source for n, s in S.items() if s.files}
+    assert D.DATA_FILES == {n: s.files for n, s in S.items() if s.files and s.shift != "groups"}
+    assert D.DATA_SOURCES == {n: s.source for n, s in S.items() if s.files and s.shift != "groups"}
     # written out once here: the paper's nine datasets, its two synthetic ones, its one classification task
-    assert D.DATASETS == ("gaussian", "poisson", "airfoil", "bike", "concrete", "crime", "star", "protein", "cifar10c")
+    assert D.SIMULATED_DATASETS == ("gaussian", "poisson", "airfoil", "bike", "concrete", "crime", "star", "protein",
+                                    "cifar10c")
+    assert D.NATURAL_DATASETS == ("crime-division", "star-urbanicity", "bike-season", "airfoil-velocity")
+    assert D.DATASETS == D.SIMULATED_DATASETS + D.NATURAL_DATASETS
     assert [n for n, s in S.items() if s.shift == "gaussian"] == ["gaussian", "poisson"]
     assert [n for n, s in S.items() if s.task == "classification"] == ["cifar10c"]
 
@@ -492,6 +498,8 @@ def test_architectures_come_from_the_records():
     (dict(name="Line"), "lower-case"), (dict(task="ranking"), "`task` must be one of"),
     (dict(shift="rotation"), "`shift` one of"), (dict(reader=None), "needs `reader`"),
     (dict(source=""), "`source` must say"), (dict(response=lambda X, rng: X.sum(1)), "no `response`"),
+    (dict(shift="groups"), "needs `agents`"), (dict(shift="groups", agents=("a", "a")), "needs `agents`"),
+    (dict(agents=("a", "b")), "other shifts take none"),
 ])
 def test_bad_dataset_records_fail_when_written(kw, match):
     ok = dict(name="line", task="regression", shift="tilting", paper_size=(300, 2), arch="real", reader=_read_line,
@@ -537,3 +545,50 @@ def test_extending_one_record_and_one_reader(line_dir, tmp_path_factory):
     assert split.test_X.shape == (7, 2) and len(split.cal_X) == 4
     with pytest.raises(FileNotFoundError, match="line.csv"):
         D.data_path("line", tmp_path_factory.mktemp("empty"))
+
+
+# ---------------------------------------------------------------- natural federations
+
+NATURAL_GROUPING = {"crime-division": ("crime", "state"), "star-urbanicity": ("star", "school_urban"),
+                    "bike-season": ("bike", "season"), "airfoil-velocity": ("airfoil", "free_stream_velocity")}
+
+
+@pytest.mark.parametrize("name", sorted(NATURAL_GROUPING))
+def test_natural_federation_agents_draw_their_own_group(name, require_dataset):
+    "K = the groups, agent k's draws are rows of group k only, every row in one group, the grouping column gone."
+    root = require_dataset(name)
+    spec = D.DATASET_SPECS[name]
+    fed = D.make_federation(name, data_dir=root)
+    assert (fed.K, fed.heterogeneity, fed.shift["kind"]) == (len(spec.agents), D.NATURAL, "groups")
+    rows = fed.shift["rows"]
+    assert sorted(np.concatenate(rows).tolist()) == list(range(len(fed.pool[0])))     # a partition of the table
+    for k in range(fed.K):
+        X, y, info = fed.sample(k, 300, k, return_info=True)
+        assert set(info["index"].tolist()) <= set(rows[k].tolist())
+        np.testing.assert_array_equal(X, fed.pool[0][info["index"]])
+    assert NATURAL_GROUPING[name][1] not in D.covariate_names(name, root)
+    X_nat, y_nat = D.load_dataset(name, root)
+    assert len(y_nat) == len(D.load_dataset(NATURAL_GROUPING[name][0], root)[1])    # the source's rows, all of them
+    with pytest.raises(ValueError, match="natural federation"):
+        D.make_federation(name, "severe", data_dir=root)
+    with pytest.raises(ValueError, match="no true density ratio"):
+        fed.log_ratio(1, X[:2])
+
+
+def test_natural_groups_from_the_raw_files(require_dataset):
+    "The test agents' groups, read back from the raw columns: New England, urban schools, winter 2011, 31.7 m/s."
+    root = require_dataset("bike")
+    hour = pd.read_csv(root / "hour.csv")
+    fed = D.make_federation("bike-season", data_dir=root)
+    winter = hour.index[(hour.season == 1) & (hour.yr == 0)].to_numpy()
+    np.testing.assert_array_equal(fed.shift["rows"][0], winter)
+    assert pd.to_datetime(hour.dteday[winter]).dt.month.isin([1, 2, 3, 12]).all()
+    root = require_dataset("crime")
+    names = C.crime_column_names(root / "communities.names")
+    crime = pd.read_csv(root / "communities.data", header=None, names=names, na_values="?")
+    fed = D.make_federation("crime-division", data_dir=root)
+    np.testing.assert_array_equal(fed.shift["rows"][0], crime.index[crime.state.isin([9, 23, 25, 33, 44, 50])])
+    root = require_dataset("airfoil")
+    air = pd.read_csv(root / "airfoil_self_noise.dat", sep="\t", header=None)
+    fed = D.make_federation("airfoil-velocity", data_dir=root)
+    np.testing.assert_array_equal(fed.shift["rows"][0], air.index[air[3] == 31.7])

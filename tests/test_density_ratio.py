@@ -261,6 +261,7 @@ def test_paper_hparams_reproduce_previous_outputs():
         np.testing.assert_allclose(now[k], ref[k], rtol=REF_RTOL, atol=REF_ATOL, err_msg=k)
 
 
+@pytest.mark.slow
 def test_reference_tolerance_separates_cpus_from_changes():
     """The tolerance is wide enough for another CPU's kernels (emulated in a subprocess: generic ATen kernels, MKL's
     compatible code path) and narrow enough to see a changed training (the predictor with another seed)."""

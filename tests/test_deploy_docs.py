@@ -67,6 +67,7 @@ def test_the_notes_and_the_script_call_each_flower_command():
         assert {("flower-superlink",), ("flower-supernode",), ("flwr", "supernode", "register"), ("flwr", "run")} <= names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cmd, flags", sorted(set((c, tuple(f)) for c, f in README_CMDS + SCRIPT_CMDS)))
 def test_every_flag_exists_in_the_installed_command(cmd, flags):
     text = help_text(cmd)

@@ -22,6 +22,7 @@ def test_pipeline_bad_arguments(args, match):
     assert r.returncode == 2 and "usage:" in r.stderr and match in r.stderr
 
 
+@pytest.mark.slow
 def test_deployed_pipeline_trains_calibrates_and_predicts_as_in_process(tmp_path, run_deploy_script):
     # two agents, two rounds of each task, few points: the deployment's path end to end, not the accuracy
     keep = tmp_path / "deploy"

@@ -102,6 +102,7 @@ def _cli(*args):
     (["--secret-file", __file__, "--app", "train"], "invalid choice"),
     (["--secret-file", __file__, "--poll", "0"], "--poll must be in (0, 60]"),
 ])
+@pytest.mark.slow
 def test_the_command_exits_2_with_usage_on_bad_arguments(args, why):
     r = _cli(*args)
     assert r.returncode == 2 and "usage:" in r.stderr and why in r.stderr, r.stderr[-600:]
@@ -112,6 +113,7 @@ def test_an_empty_secret_is_refused():
         resident.serve_agent(resident.resident_app("calibration"), "127.0.0.1:9", b"")
 
 
+@pytest.mark.slow
 def test_the_agent_process_imports_neither_ray_nor_the_simulation_engine():
     r = subprocess.run([sys.executable, "-X", "importtime", "-c", "import pfwcp_nb.federation.resident"],
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -17,6 +17,7 @@ from pfwcp_nb import grid as grid_mod, metrics, models, pipeline, report, runner
 from pfwcp_nb.backends import Execution
 from pfwcp_nb import cache as cache_mod
 from pfwcp_nb.cache import CACHE_SCHEMA, ResultCache, RunConfig, _stable_hash, load_cell
+from pfwcp_nb.reproduce import with_means
 from conftest import grid_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,14 +136,15 @@ def test_paper_table_reproduces_paper_markers_and_bold(g):
     tie = {("ccc", "Eff", "gaussian", m) for m in ("FCP-QQ", "FWCP-QQ", "PFWCP")}
     assert ours - tie == paper
     assert not _bold_cells(md, g, "*")                    # no italic: with no uncertainty nothing is undecided
-    # colours: CP is yellow on all nine datasets in both tables; PFWCP is yellow on crime in Table 3 only
+    # colours: below the target as a point value is short (🟥): CP on all nine datasets in both tables (the paper's
+    # yellow band, `metrics.marker`), PFWCP on crime in Table 3 only
     lines = md.splitlines()
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     first = [l for l in lines if re.match(r"\| \*\*(MC|CCC)", l)][0]
-    assert first.count("🟨") == 9 and "| CP |" in first
+    assert first.count("🟥") == 9 and "| CP |" in first and "⬜" not in md
     pf = [l for l in lines[2:] if "| PFWCP |" in l][0]          # first block (MC or CCC)
     crime = [c.strip() for c in pf.strip("|").split("|")][header.index("crime")]
-    assert crime.startswith("🟨" if g == "ccc" else "🟩")
+    assert crime.startswith("🟥" if g == "ccc" else "🟩")
 
 def test_paper_table_bad_input():
     with pytest.raises(ValueError, match="guarantee"):
@@ -204,6 +206,7 @@ def test_gaussian_every_method_both_guarantees(gaussian_run):
         mc, ccc = (df[(df.method == m) & (df.guarantee == g)].iloc[0] for g in ("mc", "ccc"))
         assert ccc.Eff >= mc.Eff - 1e-12 and ccc.MC >= mc.MC - 1e-12
 
+@pytest.mark.slow
 def test_real_dataset_every_method(cache_dir, require_dataset):
     d = require_dataset("airfoil")
     df = grid_run(["airfoil"], None, ["mc", "ccc"], data_dir=d, cache_dir=cache_dir, **SMALL)
@@ -293,7 +296,7 @@ def test_cli_smoke(cache_dir, tmp_path):
             "--no-progress"])
     for f in ("results.csv", "table_mc_severe.md", "table_ccc_severe.md", "compare_mc_severe.md",
               "compare_ccc_severe.md", "runs.jsonl", "figures/boxplots_gaussian_mc_severe.png",
-              "figures/coverage_efficiency_mc_severe.png"):
+              "figures/coverage_efficiency_mc_severe.png", "figures/diagnostics_gaussian.png"):
         assert (out / f).is_file(), f
     res = pd.read_csv(out / "results.csv")
     assert len(res) == 6 and set(res.method) == {"CP", "FCP", "PFWCP"}
@@ -557,6 +560,7 @@ def _flips(*args) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_two_trainings_of_the_main_job_flip_no_decided_verdict():
     "The main job and its rerun with --model-seed 1: verdicts printed as point values flip, decided ones do not."
     r = _flips("results/main_job/results.csv", "results/main_job_model_seed_1/results.csv")
@@ -571,8 +575,49 @@ def test_two_trainings_of_the_main_job_flip_no_decided_verdict():
     assert sum(int(row[4]) for row in rows) > 0, r.stdout
 
 
+@pytest.mark.slow
+def test_two_machines_means_of_trainings_flip_no_decided_colour():
+    "Every split of the five stored trainings into two halves, each half's table the mean over its trainings."
+    r = _flips("--trainings", "results/training_variability/all_runs.csv", "--splits", "--summary")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {row[1]: row for row in ([c.strip() for c in l.strip("|").split("|")] for l in r.stdout.splitlines()[2:])}
+    assert rows["colour"][0] == "all 10 pairs" and int(rows["colour"][2]) > 1000, r.stdout
+    assert all(row[4] == "0" for row in rows.values()) and int(rows["colour"][3]) > 0, r.stdout
+
+
+def test_the_mean_tables_leave_few_colours_undecided():
+    "The full severe grid as the mean of the stored trainings: at most 20 % of the validity colours undecided."
+    stored = pd.read_csv(ROOT / "results" / "severe" / "results.csv")
+    stored = stored[stored.weights == "estimated"]
+    grid = with_means(stored, pd.read_csv(ROOT / "results" / "training_variability" / "all_runs.csv"))
+    spread = report.load_training_spread()
+    counts = [re.match(r"(MC|CCC) colours: (\d+) of (\d+) fall short \(🟥\), (\d+) undecided",
+                       report.verdict_summary(grid, g, spread=spread)).groups() for g in ("mc", "ccc")]
+    assert [c[2] for c in counts] == ["81", "81"] and all(int(c[1]) > 0 for c in counts), counts
+    assert sum(int(c[3]) for c in counts) <= 0.2 * 162, counts
+    assert set(grid.n_trainings) == {1, 5} and "†" in report.paper_table(grid, "mc", spread=spread)
+
+
+@pytest.mark.slow
+def test_retable_rewrites_a_folders_tables_keeping_its_command(tmp_path):
+    for f in ("results.csv", "table_mc_severe.md"):
+        (tmp_path / f).write_text((ROOT / "results" / "main_job" / f).read_text())
+    r = subprocess.run([sys.executable, "studies/paper_grid/retable.py", str(tmp_path)], cwd=ROOT, capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    txt = (tmp_path / "table_mc_severe.md").read_text()
+    assert "Is the method below its target beyond its uncertainty?" in txt and "MC colours: " in txt
+    assert "Produced by: `pfwcp-experiments --jobs 2" in txt and "Tables rewritten from the CSV" in txt
+    assert (tmp_path / "table_ccc_severe.md").exists()
+    r = subprocess.run([sys.executable, "studies/paper_grid/retable.py", str(tmp_path / "nothing")], cwd=ROOT,
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert r.returncode == 2 and "usage:" in r.stderr and "not found" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("args", [[], ["results/main_job/results.csv"], ["--trainings", "nofile.csv"],
-                                  ["results/main_job/results.csv", "results/severe/results.csv", "--z", "0"]])
+                                  ["results/main_job/results.csv", "results/severe/results.csv", "--z", "0"],
+                                  ["results/main_job/results.csv", "results/severe/results.csv", "--splits"]])
+@pytest.mark.slow
 def test_verdict_flips_bad_usage_exits_2(args):
     r = _flips(*args)
     assert r.returncode == 2 and "usage:" in r.stderr, (r.returncode, r.stderr[-500:])

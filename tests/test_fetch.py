@@ -423,12 +423,14 @@ def _run(args, env_extra=None, script=None):
     (["verify", "--bogus"], "unrecognized arguments: --bogus"),
     (["test-flags", "airfoil"], "unrecognized arguments: airfoil"),
 ])
+@pytest.mark.slow
 def test_bad_arguments_exit_2_with_usage(args, needle):
     r = _run(args)
     assert r.returncode == 2 and r.stderr.startswith("usage: pfwcp-data") and needle in r.stderr
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_console_script_form(tmp_path):
     "The wrapper pip writes for `pfwcp-data=pfwcp_nb.fetch:main` passes main's return value to sys.exit."
     wrapper = tmp_path / "pfwcp-data"

@@ -58,6 +58,7 @@ def recorder(path):
     return mod
 
 
+@pytest.mark.slow
 def test_simulate_equals_in_process_and_only_protocol_fields_leave_the_clients(tmp_path):
     # one Flower simulation: both methods, MC and CCC, +inf answers; every outgoing client message recorded
     K, n, m = 4, 37, 23                                      # n != m: a score array would show up as n numbers
@@ -214,6 +215,7 @@ def test_simulate_many_bad_input_fails_before_starting_flower(change, match):
         simulate_many(**{**GOOD, **change})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["protocol", "agreement", "agent", "server", "training", "simulation", "deploy"])
 def test_without_flwr_the_import_names_the_extra(module):
     code = "import sys; sys.modules['flwr'] = None; import pfwcp_nb.federation." + module
@@ -230,6 +232,7 @@ def test_deploy_script_bad_arguments():
         assert r.returncode == 2 and "usage:" in r.stderr
 
 
+@pytest.mark.slow
 def test_deploy_script_tls_auth_rogue_node_control_api_and_foreign_app_refused(tmp_path, run_deploy_script):
     # the deployment end to end (a few minutes): TLS, SuperNode authentication, a refused unregistered SuperNode,
     # the Control API refused through the agents' address (the Fleet-only proxy), a foreign app refused by a

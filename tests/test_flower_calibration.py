@@ -195,6 +195,7 @@ def test_the_robust_option_caps_an_agents_aggregation_weight(task_identity):
     np.testing.assert_array_equal(out["pfwcp-mc"], ref)
 
 
+@pytest.mark.slow
 def test_the_one_liar_script_refuses_bad_arguments():
     root = Path(__file__).resolve().parents[1]
     r = subprocess.run([sys.executable, str(root / "studies" / "redteam" / "attack_one_liar.py"), "--seeds", "0"],
@@ -286,6 +287,7 @@ def test_the_stored_liar_runs_support_the_notebook_table(stored, cap, lies, wors
     assert top > 0.02                                   # the upward lie: not met (the table says so)
 
 
+@pytest.mark.slow
 def test_the_liar_script_refuses_more_liars_than_it_has():
     root = Path(__file__).resolve().parents[1]
     r = subprocess.run([sys.executable, str(root / "studies" / "redteam" / "attack_one_liar.py"), "--liars", "3"],

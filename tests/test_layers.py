@@ -20,12 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "pfwcp_nb"
 
 LAYERS = {   # the layer map: layer -> its modules (dotted under the package; "federation.*": the subpackage)
-    "method": {"_validate", "argtypes", "quantiles", "coverage", "procedure", "pfwcp", "evidence", "trust", "oneshot",
-               "query_policy", "value", "methods"},
-    "data": {"data", "fetch"},
-    "models": {"federated", "models", "density_ratio", "ratio_diagnostics", "ratio_features", "ratio_validation",
-               "ratio_fit", "ratio_fwcp", "ratio_selection", "privacy", "localizer"},
-    "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "grid", "backends", "runner", "reproduce",
+    "method": {"_validate", "argtypes", "quantiles", "coverage", "procedure", "scores", "pfwcp", "evidence", "trust",
+               "oneshot", "query_policy", "value", "methods", "mondrian"},
+    "data": {"columns", "data", "fetch"},
+    "models": {"federated", "models", "score_models", "density_ratio", "ratio_diagnostics", "ratio_features",
+               "ratio_validation", "ratio_fit", "ratio_fwcp", "ratio_selection", "ratio_evidence", "privacy", "conformal",
+               "localizer"},
+    "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "diagnostics", "grid", "backends", "runner", "reproduce",
                     "demo"},
     "federation": {"federation.*"},
 }
@@ -108,12 +109,14 @@ def test_the_method_layer_loads_no_torch():
     assert _loaded_after(code) == set()
 
 
+@pytest.mark.slow
 def test_the_probe_sees_torch():
     "The probe can fail: a models module loads torch."
     assert "torch" in _loaded_after("import pfwcp_nb.models")
 
 
-@pytest.mark.parametrize("name", ["split_conformal", "weighted_quantile", "PFWCP", "OneShotPFWCP", "select_quantiles"])
+@pytest.mark.parametrize("name", ["split_conformal", "weighted_quantile", "PFWCP", "OneShotPFWCP", "select_quantiles",
+                                  "LocalCP", "calibrate_recommended", "APS", "CQR", "ClassConditional"])
 def test_the_method_api_is_in_the_method_layer(name):
     import pfwcp_nb
     assert layer_of(getattr(pfwcp_nb, name).__module__[len("pfwcp_nb."):]) == "method"

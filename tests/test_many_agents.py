@@ -25,7 +25,7 @@ def test_blocked_thresholds_equal_the_messages_path():
     for block in (1, 80, 80 * 7 + 3, 10**7):
         np.testing.assert_array_equal(
             _paper_thresholds(agents, tw, model.beta_, model.agg_weights_, model.tau_, block=block), ref)
-    lo, hi = model.predict_interval(np.zeros(700), tw)
+    lo, hi = model.predict_interval(np.zeros(700), tw, score="absolute")
     np.testing.assert_array_equal(hi, ref)
 
 

@@ -6,9 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pfwcp_nb import runner
 from pfwcp_nb.cache import RunConfig, load_cell
 from conftest import grid_run
+
+pytestmark = pytest.mark.slow   # every test here trains a small grid and runs the tool in a subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "migrate_cache.py"

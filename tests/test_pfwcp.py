@@ -84,11 +84,11 @@ def test_threshold_input_forms_agree_and_sets():
     np.testing.assert_array_equal(q, model.threshold([TW[:, k] for k in range(4)]))
     np.testing.assert_array_equal(q, model.threshold([1.0] + [TW[:, k] for k in range(1, 4)]))
     assert np.isinf(q[0]) and np.all(np.isfinite(q[1:]))
-    lo, hi = model.predict_interval(np.arange(8.0), TW)
+    lo, hi = model.predict_interval(np.arange(8.0), TW, score="absolute")   # raw scores: the score is named
     np.testing.assert_array_equal(lo, np.arange(8.0) - q); np.testing.assert_array_equal(hi, np.arange(8.0) + q)
     assert lo[0] == -np.inf and hi[0] == np.inf
     probs = rng.dirichlet(np.ones(5), size=8)
-    sets = model.predict_set(probs, TW)
+    sets = model.predict_set(probs, TW, score="lac")
     assert sets.shape == (8, 5) and sets[0].all()
     np.testing.assert_array_equal(sets, (1 - probs) <= q[:, None])
     # the model's choice is Procedure 1 on the agents' n_eff
@@ -113,8 +113,9 @@ def test_threshold_input_forms_agree_and_sets():
     (lambda: PFWCP(0.1).calibrate([AgentCalibration(np.arange(50.0))] * 2).threshold(np.ones((3, 3))), "test_weights"),
     (lambda: PFWCP(0.1).calibrate([AgentCalibration(np.arange(50.0))] * 2).threshold([np.ones(3), np.ones(2)]), "test_weights"),
     (lambda: PFWCP(0.1).calibrate([AgentCalibration(np.arange(50.0))] * 2).threshold(np.full((3, 2), np.nan)), "test_weights"),
-    (lambda: PFWCP(0.1).calibrate([AgentCalibration(np.arange(50.0))] * 2).predict_interval(np.ones(4), np.ones((3, 2))), "y_pred"),
-    (lambda: PFWCP(0.1).calibrate([AgentCalibration(np.arange(50.0))] * 2).predict_set(np.ones((4, 3)), np.ones((3, 2))), "probs"),
+    (lambda: PFWCP(0.1).calibrate([AgentCalibration(np.arange(50.0))] * 2).predict_interval(np.ones(4), np.ones((3, 2)), score="absolute"), "prediction"),
+    (lambda: PFWCP(0.1).calibrate([AgentCalibration(np.arange(50.0))] * 2).predict_set(np.full((4, 3), 1 / 3), np.ones((3, 2)), score="lac"), "probs"),
+    (lambda: PFWCP(0.1).calibrate([AgentCalibration(np.arange(50.0))] * 2).predict_interval(np.ones(3), np.ones((3, 2))), "no score is recorded"),
     (lambda: aggregate([], [1.0], 0.1), "messages"),
     (lambda: aggregate([AgentMessage(np.ones(2), 0.1)], [1.0], 1.0), "tau"),
 ])
@@ -141,6 +142,7 @@ def simulate(oracle, delta, n_draws=200, m=1000, n=100, seed=0):
     return cov
 
 
+@pytest.mark.slow
 def test_gaussian_shift_marginal_coverage(gaussian_oracle):
     cov = simulate(gaussian_oracle, None)
     assert cov[:, 0].mean() >= 0.9 - 0.01                      # PFWCP

@@ -96,6 +96,7 @@ def slow_at_calibration(agent, seconds):
     return mod
 
 
+@pytest.mark.slow
 def test_simulation_agrees_with_in_process_survives_a_timeout_and_only_parameters_and_summaries_leave(tmp_path):
     # one real Flower simulation (Ray, two actors): K=3 agents, the gaussian pipeline with a few rounds; agent 2
     # answers the calibration's message request too late: the server calibrates again over agents 0 and 1
@@ -192,6 +193,7 @@ def run_in_process(K, mods=(), silent=None, dataset="gaussian", train_kw=TK, dat
         return pipeline_server(InProcessGrid(app, K, silent), PipelineConfig(dataset, K, seed=0, train_kw=train_kw, **kw))
 
 
+@pytest.mark.slow
 def test_server_logic_equals_in_process_pipeline(task_identity):
     res = run_in_process(4)
     st, dr, q = in_process(4)
@@ -236,6 +238,7 @@ def lose_reply(agent, rounds):
     return mod
 
 
+@pytest.mark.slow
 def test_dropout_in_training_continues_with_those_that_answered(task_identity, caplog):
     # agent 2's replies of rounds 2 and 3 are lost: the predictor averages the other three (weighted by counts), agent
     # 2's ratio classifier skips those rounds; agent 2 is back from round 4 and calibrates with the others
@@ -272,6 +275,7 @@ def test_training_stops_below_the_minimum_and_drops_silent_agents(task_identity)
         run_in_process(4, silent=silent0, drop_after=2, min_agents=2)
 
 
+@pytest.mark.slow
 def test_dropout_in_calibration_recalibrates_over_the_others(task_identity):
     res = run_in_process(4, mods=[fail(3, "message")])
     assert res.agents == [0, 1, 2]
@@ -294,6 +298,7 @@ def fail_at(agent, ask):
     return mod
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["pfwcp", "ospfwcp"])
 def test_dropout_between_the_summary_and_the_message_round(task_identity, method):
     # agent 3 answers its summary, then fails at the message (one-shot) round: one log line names it and the round,
@@ -325,6 +330,7 @@ def test_dropout_between_the_summary_and_the_message_round(task_identity, method
     assert pol[3].used["test_weights"] + pol[3].used["oneshot"] == 0     # it failed before its policy saw the request
 
 
+@pytest.mark.slow
 def test_a_request_outside_the_agreed_policy_is_refused_naming_the_agent(task_identity):
     # a server whose grid holds a level the agents never agreed to: every agent refuses before computing anything;
     # without the test agent's answer the run stops with an error that names it and the broken rule
@@ -378,6 +384,7 @@ def test_server_refuses_invalid_answers_and_agents_refuse_invalid_plans(task_ide
         _check_orders(np.array([[0, 0, 1]]), 1, 3, "agent 1")
 
 
+@pytest.mark.slow
 def test_deployed_apps_run_the_pipeline_from_node_files(task_identity, tmp_path, caplog):
     # the app components of a deployment: SuperNodes read their .npz, the ServerApp reads the run config
     K = 3
@@ -614,6 +621,7 @@ def rewrite(agent, stage, change):
     ("train", lambda d, r: r.content["predictor-0"].__setitem__("0.bias", npy_bomb()),     # a header claiming 4 TB
      r"array '0.bias' is float32 \(1000000000000,\) \(144 bytes\); expected float32"),
 ])
+@pytest.mark.slow
 def test_a_malicious_agent_is_left_out_and_the_run_goes_on(task_identity, stage, change, why):
     # the red team's malicious agent (NaN or huge sums, 10**6 training points, a list for counts, 3e38 parameters)
     # stopped the run or took 0.9999 of the FedAvg weight; now its answer is invalid, it is left out (training:

@@ -154,7 +154,7 @@ def test_result_type():
     (dict(n_eff=[10, 10], alpha=0.1, agg_weights=[np.nan, 1.0]), "weights"),
     (dict(n_eff=[10, 10], alpha=0.1, engine="fast"), "engine"),
     (dict(n_eff=[10, 10], alpha=0.1, engine="monte-carlo", n_rep=0), "n_rep"),
-    (dict(n_eff=[10, 10], alpha=0.3), "alpha"),        # paper grid needs alpha < 1/4
+    (dict(n_eff=[10, 10], alpha=1.0), "alpha"),
 ])
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):

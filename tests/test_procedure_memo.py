@@ -30,6 +30,7 @@ def _same_choice(a, b):
         np.testing.assert_array_equal(a.upper, b.upper)
 
 
+@pytest.mark.slow
 def test_issue28_reproduction_k101(fresh_memo):
     "K = 101, CCC: a plain PFWCP after the Monte Carlo one returns the certified cell of a fresh process, labelled as such."
     agents = _agents()

@@ -99,7 +99,7 @@ def test_the_budget_survives_a_new_run_and_a_new_process(tmp_path):
 
 @pytest.mark.parametrize("kw, match", [
     (dict(levels=[]), "non-empty"), (dict(levels=[0.1, 1.0]), "in \\(0, 1\\)"), (dict(levels=[np.nan]), "levels"),
-    (dict(max_test_weights=0), "max_test_weights"), (dict(max_oneshot=-1), "max_oneshot"), (dict(alpha=0.3), "1/4"),
+    (dict(max_test_weights=0), "max_test_weights"), (dict(max_oneshot=-1), "max_oneshot"), (dict(alpha=1.0), "alpha"),
 ])
 def test_bad_policy_arguments(kw, match):
     with pytest.raises(ValueError, match=match):

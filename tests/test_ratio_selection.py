@@ -95,6 +95,7 @@ def test_bad_agents():
         RunConfig("gaussian", ratio_model="tuned")
 
 
+@pytest.mark.slow
 def test_cli_rejects_unknown_ratio_model(tmp_path):
     r = _run("pfwcp-experiments", ["--ratio-model", "tuned", "--out", str(tmp_path)], tmp_path)
     _check_usage_error(r, "pfwcp-experiments", "--ratio-model")

@@ -12,6 +12,8 @@ from pfwcp_nb import backends, pipeline, runner
 from pfwcp_nb.cache import ResultCache, RunConfig
 from conftest import grid_run
 
+pytestmark = pytest.mark.slow   # a local Ray cluster and a small grid on it
+
 ray = pytest.importorskip("ray", reason="the Ray backend needs the flower extra: pip install \"pfwcp_nb[flower]\"")
 
 FAST = {"predictor": {"epochs": 20}, "ratios": {"epochs": 20}, "localizer": {"epochs": 20}}

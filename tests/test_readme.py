@@ -25,6 +25,7 @@ def _tool():
 PAGES = sorted(_tool().pages())                   # README.md and docs/NAME.md, each from its notebook
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_page_in_sync_with_its_notebook(page):
     assert (ROOT / page).exists() and (ROOT / page).read_text() == _tool().page_text(page), "run: python tools/make_readme.py"
@@ -59,6 +60,7 @@ def test_readme_has_python_snippets():
         assert not re.search(r"```\n(import|from) ", (ROOT / page).read_text()), f"{page}: a Python snippet without the python tag is not tested"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("i", range(len(PY_BLOCKS)), ids=[f"{p}:{i}" for i, (p, _) in enumerate(PY_BLOCKS)])
 def test_readme_python_snippet_runs_as_copied(i, tmp_path):
     "Each ```python block of the README and docs/ on its own, in a fresh interpreter, from an empty folder."
@@ -96,14 +98,18 @@ def test_readme_test_command_works_from_the_clone_root_with_or_without_data():
             out = subprocess.run(["bash", "-c", export[0] + ' && printf %s "$PFWCP_DATA_DIR"'], cwd=d, env=e,
                                  capture_output=True, text=True, check=True).stdout
             assert out == want, (given, out)
-    assert steps[-2:] == ['nbdev_test --n_workers 2 --timing --flags "$(pfwcp-data test-flags)"', "pytest tests -q -rs"]
+    assert steps[-2:] == ['nbdev_test --n_workers 2 --timing --flags "$(pfwcp-data test-flags)"',
+                          'pytest tests -q -rs -m "not slow"']          # the fast tier (tests/conftest.py)
 
 
-def test_ci_runs_the_readme_test_command_verbatim():
+def test_ci_runs_the_readme_test_command_verbatim_then_the_slow_tier():
     ci = (ROOT / ".ci" / "run").read_text()
     lines = [l for l in ci.splitlines() if l.strip() and not l.lstrip().startswith("#")]
     assert lines[0] == "set -euo pipefail"
-    assert lines[-1] == _test_command(), "the last command of .ci/run must be the README's test command"
-    before = "\n".join(lines[:-1])
+    # the README's command stops the script on any failing step (set -e alone would go on after a failing step of an
+    # && list that is not its last); then the slow tier, whose status ends the script
+    assert lines[-2] == _test_command() + " || exit $?", "the README's test command, verbatim, then `|| exit $?`"
+    assert lines[-1] == "pytest tests -q -rs -m slow --durations=30", "the slow tier runs last"
+    before = "\n".join(lines[:-2])
     assert re.search(r'^export PFWCP_DATA_DIR="\$\{PFWCP_DATA_DIR:-\$\(cd \.\. && pwd\)/shared/data\}"$', before, re.M)
     assert "export PFWCP_REQUIRE_DATA=1" in before and "export MPLBACKEND=Agg" in before

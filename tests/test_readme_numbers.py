@@ -23,6 +23,7 @@ def _load(name):
 MR = _load("make_readme")
 
 
+@pytest.mark.slow
 def test_quoted_numbers_equal_their_files():
     "The check itself: what `python tools/make_readme.py --check` reports."
     bad = MR.out_of_date()
@@ -36,6 +37,7 @@ PLANT = ROOT / "studies" / "paper_grid" / "README.md"     # a page with both kin
 WITH_REGIONS = [f for f in READMES if MR.quoted((ROOT / f).read_text())]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fname", WITH_REGIONS)
 def test_every_region_equals_its_recomputed_value(fname):
     "Region by region, so that a failure names the command or expression whose number drifted."
@@ -54,6 +56,7 @@ def _plant(text: str, pattern: str) -> str:
     return text[:m.start("body")] + body + text[m.end("body"):]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["BLOCK", "SPAN"])
 def test_a_planted_wrong_number_is_caught(kind):
     text = PLANT.read_text()
@@ -62,6 +65,7 @@ def test_a_planted_wrong_number_is_caught(kind):
     assert MR.fill(planted) == MR.fill(text) != planted
 
 
+@pytest.mark.slow
 def test_check_exits_1_on_a_planted_number(tmp_path):
     "`make_readme.py --check` on a copy of the tree whose studies/paper_grid/README.md quotes one wrong number."
     import shutil

@@ -22,6 +22,7 @@ def run(name: str, *args: str) -> subprocess.CompletedProcess:
                           cwd=ROOT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_each_attack_answers_help(name):
     r = run(name, "--help")
@@ -46,12 +47,14 @@ def hole(reason: str):
     pytest.param(["attack_proxy_slots.py", "--seconds", "3"], "honest request answered {'200': 1}", id="proxy slots"),
     pytest.param(["attack_proxy_conns.py", "--seconds", "2"], "from 127.0.0.1): {'200': 1}", id="proxy connections"),
 ])
+@pytest.mark.slow
 def test_the_defence_holds(args, control):
     r = run(*args)
     assert control in r.stdout, r.stdout[-1500:] + r.stderr[-1500:]      # the set-up worked: the verdict means something
     assert r.returncode == 0 and "held" in r.stdout, r.stdout[-1500:] + r.stderr[-1500:]
 
 
+@pytest.mark.slow
 def test_a_malformed_packed_request_is_refused_by_the_resident_agent():
     r = run("attack_packed_reply.py")
     agent = [l for l in r.stdout.splitlines() if l.startswith("agent ")]

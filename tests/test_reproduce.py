@@ -36,6 +36,7 @@ def stored(tmp_path_factory):
     return d / "results.csv"
 
 
+@pytest.mark.slow
 def test_rerun_from_scratch_reproduces_and_prints_z(stored, tmp_path):
     r = _run(["--results", str(stored), "--subset", "smoke", "--n-sims", "3", "--out", str(tmp_path / "z.csv")],
              tmp_path)
@@ -48,6 +49,7 @@ def test_rerun_from_scratch_reproduces_and_prints_z(stored, tmp_path):
     assert (z.z.abs() <= 3).all() and set(z.guarantee) == {"mc", "ccc"}
 
 
+@pytest.mark.slow
 def test_planted_wrong_number_fails_with_exit_1(stored, tmp_path):
     df = pd.read_csv(stored)
     df.loc[(df.method == "PFWCP") & (df.guarantee == "mc"), "MC"] -= 0.25
@@ -65,6 +67,7 @@ def test_planted_wrong_number_fails_with_exit_1(stored, tmp_path):
     (["--results", "RESULTS", "--z-max", "-1"], "--z-max"),
     (["--results", "RESULTS", "--variability", "nowhere.csv"], "--variability"),
 ])
+@pytest.mark.slow
 def test_bad_arguments_exit_2_with_usage(stored, tmp_path, args, option):
     r = _run([str(stored) if a == "RESULTS" else a for a in args], tmp_path, timeout=300)
     assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
@@ -72,11 +75,13 @@ def test_bad_arguments_exit_2_with_usage(stored, tmp_path, args, option):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_cell_missing_from_the_file_is_a_usage_error(stored, tmp_path):
     r = _run(["--results", str(stored), "--cells", "poisson:PFWCP:mc"], tmp_path, timeout=300)
     assert r.returncode == 2 and "poisson:PFWCP:mc" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_help_names_every_option(tmp_path):
     r = _run(["--help"], tmp_path, timeout=300)
     assert r.returncode == 0
@@ -119,6 +124,7 @@ def _same_draws(a: pd.DataFrame, b: pd.DataFrame) -> bool:
         for k in a.attrs["draws"] for f in ("coverage", "size", "size_finite"))
 
 
+@pytest.mark.slow
 def test_thread_count_does_not_change_a_number():
     "--jobs 1 runs with one thread like the workers: every per-draw array equal bit for bit (localized sizes included)."
     kw = dict(n_sims=4, n_test=60, train_kw=DEMO_TRAIN_KW, progress=False, chunk_size=2)

@@ -4,6 +4,9 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.slow   # every test here runs the study's program in a subprocess
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "studies" / "robust_cap"

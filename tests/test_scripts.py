@@ -62,6 +62,7 @@ READERS = [["studies/paper_grid/summary_table.py", "results/severe"], ["studies/
            ["studies/foreign_federations/run.py", "--table", "results/foreign_federations/results.csv"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", READERS, ids=lambda a: a[0].split("/")[-1])
 def test_results_readers_run_and_reject_a_missing_folder(argv):
     run = lambda args: subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
@@ -79,6 +80,7 @@ def test_recommended_grid_rejects_bad_arguments(args):
     assert r.returncode == 2 and "usage:" in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", STUDY_RUNS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_study_run_answers_help_without_running(path):
     "`python studies/NAME/run.py --help` from the repository root: exit 0, a usage text, nothing written."

@@ -103,11 +103,13 @@ def _cli(*args):
     (["--reply-wait", "0.6", "--superlink", "x:1"], "--reply-wait must be in (0, 0.5]"),
     (["--max-wait", "soon"], "invalid float value"),
 ])
+@pytest.mark.slow
 def test_the_command_exits_2_with_usage_on_bad_arguments(args, why):
     r = _cli(*args)
     assert r.returncode == 2 and "usage:" in r.stderr and why in r.stderr, r.stderr[-600:]
 
 
+@pytest.mark.slow
 def test_the_command_passes_flowers_arguments_to_flower():
     r = _cli("--isolation", "thread", "--superlink", "127.0.0.1:9")
     assert r.returncode == 2 and "flower-supernode" in r.stderr and "invalid choice: 'thread'" in r.stderr, r.stderr[-600:]

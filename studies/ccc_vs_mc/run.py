@@ -54,7 +54,7 @@ def fwcp_qq_row(d):
     row, st = {}, true_scores(d)
     for g, dl in (("mc", None), ("ccc", DELTA)):
         ch = qq_choice(d.n, ALPHA, dl)
-        q = np.column_stack([weighted_quantile(s, w, 1.0 - ch.beta, inf_weight=d.fwcp_test_weights)
+        q = np.column_stack([weighted_quantile(s, w, alpha=ch.beta, inf_weight=d.fwcp_test_weights)
                              for s, w in zip(d.cal_scores, d.fwcp_cal_weights)])            # (m, K)
         t = run_method(d, "FWCP-QQ", ALPHA, dl)
         row[f"cov_{g}"] = float((st <= t).mean())

@@ -43,7 +43,7 @@ def worst_weight_level(agents, weights, alpha: float, delta: float) -> float:
     "Largest beta (Procedure 1's grid, extended to alpha/4) whose tau=0 CCC criterion holds at a high test weight."
     n_eff = np.array([a.summary().n_eff for a in agents])
     wbar = np.array([a.summary().weight_total for a in agents])
-    hi = np.array([weighted_quantile(w, w, 1.0 - delta) for w in weights])   # omega^k(X), X ~ P^1
+    hi = np.array([weighted_quantile(w, w, alpha=delta) for w in weights])   # omega^k(X), X ~ P^1
     betas = np.unique(np.concatenate([paper_grid(alpha)[0], [alpha / 2, alpha / 4]]))[::-1]
     lv = (hi[None, :] + betas[:, None] * wbar[None, :]) / (wbar[None, :] + hi[None, :])     # (R, K) upper bounds
     obj = coverage_objective(lv, n_eff, np.array([0.0]), alpha)[:, 0]

@@ -1,10 +1,11 @@
 """How many table verdicts (colour, bold, ∞) flip between two runs of the same cells, printed as point verdicts (z = 0,
-the tables before issue 32) and with their uncertainty (`report.table_verdicts`, z = 2): a flip is *unmarked* when
-both runs print a decided verdict and the two differ; a verdict printed undecided (⬜, italic, ∞?) in either run is
-marked.
+no spread) and with their uncertainty (`report.table_verdicts`, z = 2): a flip is *unmarked* when both runs print a
+decided verdict and the two differ; a verdict printed undecided (⬜, italic, ∞?) in either run is marked.
 
 Usage: python studies/paper_grid/verdict_flips.py A/results.csv B/results.csv   (two runs, e.g. two machines or model seeds)
        python studies/paper_grid/verdict_flips.py --trainings results/training_variability/all_runs.csv   (every pair of trainings)
+       python studies/paper_grid/verdict_flips.py --trainings FILE --splits   (every split of the trainings into two
+           disjoint halves, each half's table the mean over its trainings: two machines' tables of means)
        [--spread FILE | --no-spread] [--z 2] [--summary]   (--summary: the totals over the pairs only)
 """
 import argparse
@@ -16,6 +17,7 @@ import pandas as pd
 
 from pfwcp_nb.metrics import GUARANTEES, Z_VERDICT
 from pfwcp_nb.report import load_training_spread, table_verdicts
+from pfwcp_nb.reproduce import mean_over_trainings
 
 KINDS = ("colour", "bold", "∞")
 
@@ -70,10 +72,13 @@ if __name__ == "__main__":
     g.add_argument("--spread", default=None, help="a training_spread.csv (default: the package's)")
     g.add_argument("--no-spread", action="store_true", help="count the Monte Carlo error alone")
     p.add_argument("--summary", action="store_true", help="print the totals over the pairs only")
+    p.add_argument("--splits", action="store_true", help="with --trainings: the means of two disjoint halves")
     p.add_argument("--z", type=float, default=Z_VERDICT, help=f"half-width in combined uncertainties (default {Z_VERDICT:g})")
     a = p.parse_args()
     if (a.trainings is None) == (len(a.results) != 2):
         p.error("give two results.csv files, or --trainings FILE")
+    if a.splits and a.trainings is None:
+        p.error("--splits needs --trainings FILE")
     for f in a.results + ([a.trainings] if a.trainings else []) + ([a.spread] if a.spread else []):
         if not Path(f).is_file():
             p.error(f"{f!r} is not a file")
@@ -85,8 +90,14 @@ if __name__ == "__main__":
     if a.trainings:
         runs = keep(pd.read_csv(a.trainings))
         seeds = sorted(runs.model_seed.unique())
-        rows = [(f"model seeds {s} / {t}", flips(runs[runs.model_seed == s], runs[runs.model_seed == t], spread, a.z))
-                for s, t in itertools.combinations(seeds, 2)]
+        if a.splits:
+            half = [(set(s), set(seeds) - set(s)) for s in itertools.combinations(seeds, len(seeds) // 2)]
+            mean = lambda s: mean_over_trainings(runs[runs.model_seed.isin(s)])
+            rows = [(f"means of model seeds {sorted(s)} / {sorted(t)}", flips(mean(s), mean(t), spread, a.z))
+                    for s, t in half]
+        else:
+            rows = [(f"model seeds {s} / {t}", flips(runs[runs.model_seed == s], runs[runs.model_seed == t], spread, a.z))
+                    for s, t in itertools.combinations(seeds, 2)]
     else:
         x, y = (keep(pd.read_csv(f)) for f in a.results)
         common = set(zip(x.dataset, x.method)) & set(zip(y.dataset, y.method))

@@ -26,7 +26,8 @@ def setup(dataset="gaussian", K=3, n_train=50, n_test=100, train_kw=None, ks=(0,
     plans = plan_tasks(ag.pred, ag.rat, K, d, d, None if ag.pred["task"] == "regression" else 10)
     plans[1].members, plans[1].label = [[0, j] for j in range(1, K)], [[1, 0]] * (K - 1)
     f = {"task": ag.pred["task"], "y_mean": y_mean, "y_std": y_std, "d": d, "eps": ag.rat["eps"],
-         "plans": {p.name: p.to_dict() for p in plans}, "predictor": None, "ratios": None}
+         "plans": {p.name: p.to_dict() for p in plans}, "predictor": None, "ratios": None,
+         "ratio_std": {"mean": [0.0] * d, "sd": [1.0] * d} if ag.rat["standardize"] else None}
     ctxs = {}
     for k in ks:
         ctxs[k] = Context(run_id=1, node_id=100 + k, node_config={"partition-id": k}, state=RecordDict(), run_config={})

@@ -1,4 +1,4 @@
-"""The benchmark's candidates (issue 27) as functions of a calibration draw: `fn(draw, alpha, delta=None)` -> thresholds.
+"""The benchmark's candidates as functions of a calibration draw: `fn(draw, alpha, delta=None)` -> thresholds.
 The methods are notebook 03c_value's (`pfwcp_nb.value`); this file only adapts them to `baselines.CalibrationDraw`, and
 keeps the two variants that lost and have no place in the package (Sel-CP-pool, Sel-check-mc) and PFWCP-gmc."""
 import warnings

@@ -1,11 +1,14 @@
-"""Issue 27's benchmark: what federating buys over split CP on the test agent's own points.
+"""The value benchmark: what federating buys over split CP on the test agent's own points.
 
-For each dataset, heterogeneity level and test-agent size n_1, the same calibration draws (the stored grids' models,
-seed 0, estimated and true density ratios) are given to local CP and to every method; per draw we record coverage,
-the mean size of the finite sets and the share of infinite sets, and summarise per cell: MC and CCC with their Monte
-Carlo s.e., the width ratio to CP paired on the same draws (with its s.e.), the infinite share, and the
-order-statistics ceiling.
+For each dataset, heterogeneity level, test-agent size n_1 and ratio setting (covariates per agent for the ratio fits,
+`--n-ratio`; the ratio classifiers' hyperparameters, `--ratio-hparams`), the same calibration draws (seed 0, estimated
+and, where the federation has them, true density ratios) are given to local CP and to every method; per draw we record
+coverage, the mean size of the finite sets and the share of infinite sets, and summarise per cell: MC and CCC with
+their Monte Carlo s.e., the width ratio to CP paired on the same draws (with its s.e.), the infinite share, and the
+order-statistics ceiling. `Alone` is the test agent without the federation: its own predictor on its own training
+points (`pipeline.alone_setup`) and split CP on its own calibration points, on the same draws.
 
+    python studies/value/run.py --datasets gaussian --n1 100 --n-sims 2 --light --out /tmp/value_smoke.csv
     python studies/value/run.py --out results/value/draws.csv --levels severe --n1 5 10 20 50 100
     python studies/value/run.py --summary results/value/draws.csv --out results/value/summary.csv
 """
@@ -21,14 +24,16 @@ import pandas as pd
 import torch
 from scipy import stats
 
-from pfwcp_nb.data import make_federation, DATASETS
-from pfwcp_nb.pipeline import train_setup, sample_draw
+from pfwcp_nb.data import make_federation, DATASETS, DATASET_SPECS, NATURAL, SIMULATED_DATASETS
+from pfwcp_nb.pipeline import alone_setup, train_setup, sample_draw, setup_evidence
 from pfwcp_nb.metrics import evaluate_thresholds
 from pfwcp_nb.procedure import ccc_alpha
+from pfwcp_nb.methods import PAPER
 
 sys.path.insert(0, str(Path(__file__).parent))
 import candidates as vp  # noqa: E402
-from pfwcp_nb import baselines as bl  # noqa: E402
+import tables  # noqa: E402
+from pfwcp_nb import methods as bl  # noqa: E402
 
 ALPHA, DELTA = 0.1, 0.1
 M_TEST = 500       # test points per draw (the summary's test-noise correction assumes this)
@@ -54,25 +59,71 @@ def methods():
         "Sel-slack": (vp.cp_or_pooled(False), E, CCC),
         "Sel-check-mc": (vp.select_check_mc, E, CCC),
         "Sel-check-ccc": (vp.cp_or_pooled(True), E, CCC),
+        "Recommended": (bl.recommended, EO, BOTH),      # the preset of `methods` (`value.calibrate_recommended`) as it is now
+        "osPFWCP-mc": (bl.ospfwcp, EO, ("mc",)),         # osPFWCP for MC (costly: the MC tau search)
+        "Alone": (bl.cp, E, BOTH),                      # local CP with the test agent's own predictor (`alone_setup`)
     }
 
 
-def setup_for(dataset, level, cache):
-    p = Path(cache) / f"{dataset}_{level}_0.pt"
-    if p.exists():
-        return torch.load(p, weights_only=False)
-    st = train_setup(dataset, level, seed=0, need_localizer=False, progress=False)
-    torch.save(st, p)
+RATIO_HPARAMS = ("paper", "calibrated")
+
+
+def has_oracle(dataset):
+    "Whether the federation of `dataset` has true density ratios (the simulated shifts do; natural groups do not)."
+    return DATASET_SPECS[dataset].shift != "groups"
+
+
+def _cache_file(cache, dataset, level, tag=""):
+    return Path(cache) / f"{dataset}_{level}_0{tag}.pt"
+
+
+def _load_or_train(path, train):
+    if path.exists():
+        return torch.load(path, weights_only=False)
+    st = train()
+    path.parent.mkdir(parents=True, exist_ok=True)         # a cache another study names (robust_cap) may not exist yet
+    torch.save(st, path)
     return st
+
+
+def setup_for(dataset, level, cache, n_ratio=None, hparams="paper"):
+    """The trained models of a cell (cached in `cache`): the paper's setup, or its predictor with the ratios (and FWCP's
+    classifier) refitted on `n_ratio` covariates per agent and/or with `hparams` (`pipeline.train_setup`)."""
+    paper = _load_or_train(_cache_file(cache, dataset, level),
+                           lambda: train_setup(dataset, level, seed=0, need_localizer=False, progress=False))
+    n_ratio = None if n_ratio in (None, PAPER.n_train) else int(n_ratio)
+    if n_ratio is None and hparams == "paper":
+        return paper
+    tag = ("" if n_ratio is None else f"_nratio{n_ratio}") + ("" if hparams == "paper" else f"_{hparams}")
+    tkw = {"ratios": {"hparams": hparams}, "fwcp": {"hparams": hparams}}
+    return _load_or_train(_cache_file(cache, dataset, level, tag),
+                          lambda: train_setup(dataset, level, seed=0, n_ratio=n_ratio, train_kw=tkw, base=paper,
+                                              need_localizer=False, progress=False))
+
+
+def evidence_for(setup, fed, dataset, level, cache, n_ratio=None, hparams="paper"):
+    """The label-free evidence of the cell's estimated ratios (`pipeline.setup_evidence`: a 2-fold cross-fit of the same
+    classifiers on the same covariates), cached in `cache` beside the setup; the preset (`Recommended`) reads it."""
+    tag = ("" if n_ratio is None else f"_nratio{n_ratio}") + ("" if hparams == "paper" else f"_{hparams}") + "_evidence"
+    return _load_or_train(_cache_file(cache, dataset, level, tag), lambda: setup_evidence(setup, fed))
+
+
+def alone_for(dataset, level, cache):
+    "The test agent alone (`pipeline.alone_setup` of the paper's setup), cached in `cache`."
+    return _load_or_train(_cache_file(cache, dataset, level, "_alone"),
+                          lambda: alone_setup(setup_for(dataset, level, cache)))
 
 
 LIGHT_CCC = {"CP", "PFWCP", "PFWCP-rec", "osPFWCP", "osPFWCP-pool", "Sel-slack", "Sel-check-mc", "Sel-check-ccc", "FCP-QQ"}
 SCARCE_MC = {"CP", "FCP-QQ", "FWCP", "PFWCP", "PFWCP-ff", "PFWCP-rec", "osPFWCP-pool-mc"}
 
 
-def wanted(name, kind, guarantee, n1, light):
-    """Which (method, weights, guarantee) a cell runs. Full: all but the costly MC ones above SCARCE. Light: the set the
-    summary needs (CCC: today's methods, the candidates that survived n_1 = 100; MC: CP, and the scarce-data set)."""
+def wanted(name, kind, guarantee, n1, light, explicit=False):
+    """Which (method, weights, guarantee) a cell runs. Methods named with `--methods` (`explicit`): all their weights and
+    guarantees. Full: all but the costly MC ones above SCARCE. Light: the set the summary needs (CCC: today's methods,
+    the candidates that survived n_1 = 100; MC: CP, and the scarce-data set)."""
+    if explicit:
+        return True
     if guarantee == "mc" and n1 > SCARCE and (kind == "oracle" or name == "osPFWCP-pool-mc"):
         return False                  # MC where local CP is the answer: no true-ratio run, no costly one-shot search
     if not light:
@@ -82,51 +133,70 @@ def wanted(name, kind, guarantee, n1, light):
     return name == "CP" or (n1 <= SCARCE and name in SCARCE_MC)
 
 
-def run_cell(dataset, level, n1, n_sims, n_test, cache, names, light=False):
-    st = setup_for(dataset, level, cache)
+def _evaluate(d, thr):
+    "Coverage, the mean size of the finite sets and the infinite share of thresholds `thr` on draw `d`'s test points."
+    cov, _, _ = evaluate_thresholds(d.task, d.test_scores, thr, d.test_labels)
+    fin = np.isfinite(thr)
+    size = (np.nan if not fin.any() else
+            evaluate_thresholds(d.task, d.test_scores[fin], thr[fin],
+                                None if d.test_labels is None else d.test_labels[fin])[1])
+    return cov, size, float(np.isinf(thr).mean())
+
+
+def _ceiling_rows(d, neff, tag):
+    "The ceiling: the ideal constant threshold at the pooled level on the draw's own test scores (an oracle)."
+    true = d.test_scores if d.test_labels is None else d.test_scores[np.arange(d.m), d.test_labels]
+    rows = []
+    for guarantee in ("mc", "ccc"):
+        a = ALPHA if guarantee == "mc" else ccc_alpha(ALPHA, DELTA, sum(neff))
+        thr = np.full(d.m, np.quantile(true, 1 - a))
+        cov, size, _ = evaluate_thresholds(d.task, d.test_scores, thr, d.test_labels)
+        rows.append(dict(tag, method="ceiling", weights="oracle", guarantee=guarantee, coverage=cov, size_finite=size,
+                         inf_share=0.0, n_eff_pool=sum(neff), seconds=0.0))
+    return rows
+
+
+def run_cell(dataset, level, n1, n_sims, n_test, cache, names, light=False, n_ratio=None, hparams="paper",
+             explicit=False):
+    "The per-draw rows of one cell: every method of `names` on the same `n_sims` draws."
+    st = setup_for(dataset, level, cache, n_ratio, hparams)
+    alone = alone_for(dataset, level, cache) if "Alone" in names else None
     fed = make_federation(dataset, level, K=st.K, seed=0)
+    kinds = ("estimated", "oracle") if has_oracle(dataset) else ("estimated",)
+    ev = evidence_for(st, fed, dataset, level, cache, n_ratio, hparams) if "Recommended" in names else None
     M = methods()
+    tag = dict(dataset=dataset, heterogeneity=level, n1=n1, n_ratio=n_ratio or PAPER.n_train, ratio_hparams=hparams)
     rows = []
     for sim in range(n_sims):
-        draws = sample_draw(st, fed, sim, n_cal_test=n1, n_test=n_test, weights=("estimated", "oracle"),
-                            localize=False, own_weights=True)
+        draws = sample_draw(st, fed, sim, n_cal_test=n1, n_test=n_test, weights=kinds, localize=False, own_weights=True,
+                            evidence=ev)
+        if alone is not None:         # the same points, scored by the test agent's own predictor
+            draws["alone"] = sample_draw(alone, fed, sim, n_cal_test=n1, n_test=n_test, localize=False)["estimated"]
         neff = [float(np.sum(w) ** 2 / np.sum(w ** 2)) for w in draws["estimated"].cal_weights]
         for name in names:
-            fn, kinds, guarantees = M[name]
-            for kind in kinds:
-                d = draws[kind]
+            fn, method_kinds, guarantees = M[name]
+            for kind in (k for k in method_kinds if k in kinds):
+                d = draws["alone" if name == "Alone" else kind]
                 for guarantee in guarantees:
-                    if not wanted(name, kind, guarantee, n1, light):
+                    if not wanted(name, kind, guarantee, n1, light, explicit):
                         continue
-                    delta = None if guarantee == "mc" else DELTA
                     t0 = time.perf_counter()
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        thr = np.asarray(fn(d, ALPHA, delta), dtype=float)
-                    cov, _, n_inf = evaluate_thresholds(d.task, d.test_scores, thr, d.test_labels)
-                    fin = np.isfinite(thr)
-                    size = (np.nan if not fin.any() else
-                            evaluate_thresholds(d.task, d.test_scores[fin], thr[fin],
-                                                None if d.test_labels is None else d.test_labels[fin])[1])
-                    rows.append(dict(dataset=dataset, heterogeneity=level, n1=n1, sim=sim, method=name, weights=kind,
-                                     guarantee=guarantee, coverage=cov, size_finite=size, inf_share=float(np.isinf(thr).mean()),
-                                     n_eff_pool=sum(neff), seconds=time.perf_counter() - t0))
-        d = draws["estimated"]          # the ceiling: the ideal constant threshold at the pooled level (an oracle)
-        true = d.test_scores if d.test_labels is None else d.test_scores[np.arange(d.m), d.test_labels]
-        for guarantee in ("mc", "ccc"):
-            a = ALPHA if guarantee == "mc" else ccc_alpha(ALPHA, DELTA, sum(neff))
-            thr = np.full(d.m, np.quantile(true, 1 - a))
-            cov, size, _ = evaluate_thresholds(d.task, d.test_scores, thr, d.test_labels)
-            rows.append(dict(dataset=dataset, heterogeneity=level, n1=n1, sim=sim, method="ceiling", weights="oracle",
-                             guarantee=guarantee, coverage=cov, size_finite=size, inf_share=0.0,
-                             n_eff_pool=sum(neff), seconds=0.0))
+                        thr = np.asarray(fn(d, ALPHA, None if guarantee == "mc" else DELTA), dtype=float)
+                    cov, size, inf = _evaluate(d, thr)
+                    rows.append(dict(tag, sim=sim, method=name, weights=kind, guarantee=guarantee, coverage=cov,
+                                     size_finite=size, inf_share=inf, n_eff_pool=sum(neff),
+                                     seconds=time.perf_counter() - t0))
+        rows += [dict(r, sim=sim) for r in _ceiling_rows(draws["estimated"], neff, tag)]
     return rows
 
 
 def summarise(df):
     "Per cell and method: MC, CCC (s.e.), width ratio to CP paired on the same draws (s.e.), infinite share."
-    keys = ["dataset", "heterogeneity", "n1", "guarantee"]
-    df = df.drop_duplicates(keys + ["sim", "method", "weights"])     # a supplementary run repeats the ceiling rows
+    keys = ["dataset", "heterogeneity", "n1", "n_ratio", "ratio_hparams", "guarantee"]
+    # a later run of a method on the same draws replaces the earlier rows (and repeats the ceiling rows)
+    df = df.drop_duplicates(keys + ["sim", "method", "weights"], keep="last")
     cp = df[df.method == "CP"].set_index(keys + ["sim"])["size_finite"]
     out = []
     for (cell, g) in df.groupby(keys + ["method", "weights"]):
@@ -188,6 +258,8 @@ def load(paths):
     the check variants where local CP's CCC set is the whole line are dropped: a few were run by an earlier version of
     the prototype that gated the federation there too (the check is not run there now)."""
     df = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    if "n_ratio" not in df:                    # the first runs: the paper's ratios
+        df["n_ratio"], df["ratio_hparams"] = PAPER.n_train, "paper"
     return df[~(df.method.str.startswith("Sel-check") & (df.n1 < CCC_CP_FINITE_N1))]
 
 
@@ -274,48 +346,87 @@ def cells_line(s):
                      for (lv, n1), r in g.iterrows()) + " (x 500 test points each)"
 
 
+COLUMNS = ["dataset", "heterogeneity", "n1", "n_ratio", "ratio_hparams", "sim", "method", "weights", "guarantee",
+           "coverage", "size_finite", "inf_share", "n_eff_pool", "seconds"]
+
+
+def append_rows(rows, out: Path):
+    "Append per-draw rows to `out` (a CSV with `COLUMNS`; ValueError if an existing file has other columns)."
+    if out.exists():
+        head = out.open().readline().strip().split(",")
+        if head != COLUMNS:
+            raise ValueError(f"{out} has the columns {head}, not this script's {COLUMNS}: write a new file with --out.")
+    pd.DataFrame(rows, columns=COLUMNS).to_csv(out, mode="a", header=not out.exists(), index=False)
+
+
+def levels_of(dataset, levels):
+    "The heterogeneity levels a dataset runs at: the given simulated levels, or its natural groups' single level."
+    return [NATURAL] if not has_oracle(dataset) else levels
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--datasets", nargs="+", default=None)
-    ap.add_argument("--levels", nargs="+", default=["severe"])
+    ap.add_argument("--datasets", nargs="+", default=None,
+                    help="registered datasets (default: the nine of the paper; natural federations by name)")
+    ap.add_argument("--levels", nargs="+", default=["severe"], choices=["severe", "moderate", "mild"],
+                    help="heterogeneity levels of the simulated federations (a natural federation has its own)")
     ap.add_argument("--n1", nargs="+", type=int, default=[100])
     ap.add_argument("--n-sims", type=int, default=500)
     ap.add_argument("--n-test", type=int, default=500)
-    ap.add_argument("--methods", nargs="+", default=None)
+    ap.add_argument("--n-ratio", nargs="+", type=int, default=[PAPER.n_train],
+                    help=f"covariates per agent of the ratio fits ({PAPER.n_train} = the paper's training covariates)")
+    ap.add_argument("--ratio-hparams", nargs="+", choices=RATIO_HPARAMS, default=["paper"],
+                    help="the ratio classifiers' hyperparameters (`ratio_fit.fit_density_ratios(hparams=...)`)")
+    ap.add_argument("--methods", nargs="+", default=None,
+                    help="run only these (all their weights and guarantees), on the same draws (default: every method)")
     ap.add_argument("--cache", default=os.environ.get("PFWCP_VALUE_CACHE", ".pfwcp_cache/value"))
     ap.add_argument("--out", default=None, help="per-draw CSV to append to (a run)")
     ap.add_argument("--summary", nargs="+", default=None, metavar="DRAWS_CSV",
                     help="summarise these per-draw files into --out (summary CSV) instead of running")
-    ap.add_argument("--table", choices=["headline", "scarce", "targets", "cells"], default=None,
+    ap.add_argument("--table", choices=["headline", "scarce", "targets", "cells"] + list(tables.TABLES), default=None,
                     help="print a table of the summary CSV given as --summary-file")
     ap.add_argument("--summary-file", default=None)
+    ap.add_argument("--end-to-end", nargs="+", default=None, metavar="DRAWS_CSV",
+                    help="the end-to-end table's rows (alone, federated model + CP, + preset) of these files into --out")
     ap.add_argument("--light", action="store_true", help="only the methods the summary needs (see `wanted`)")
     a = ap.parse_args(argv)
     if a.table:
         if not a.summary_file:
             ap.error("--table needs --summary-file SUMMARY_CSV")
         s = pd.read_csv(a.summary_file)
-        print({"headline": headline_table, "scarce": scarce_table, "targets": targets_table, "cells": cells_line}[a.table](s))
+        old = {"headline": headline_table, "scarce": scarce_table, "targets": targets_table, "cells": cells_line}
+        print(old[a.table](s) if a.table in old else tables.TABLES[a.table](s))
         return
-    if a.summary:
+    if a.summary or a.end_to_end:
         if not a.out:
-            ap.error("--summary needs --out SUMMARY_CSV")
-        verdicts(with_preset(summarise(load(a.summary)))).to_csv(a.out, index=False)
+            ap.error("--summary and --end-to-end need --out CSV")
+        if a.end_to_end:
+            tables.end_to_end(load(a.end_to_end)).to_csv(a.out, index=False)
+            return
+        df = load(a.summary)           # the former preset's rows (`with_preset`) where its runs are there
+        s = summarise(df)
+        verdicts(with_preset(s) if (df.method == "Sel-check-ccc").any() else s).to_csv(a.out, index=False)
         return
     if not a.out:
         ap.error("a run needs --out DRAWS_CSV")
+    bad = [m for m in (a.methods or []) if m not in methods()] + [d for d in (a.datasets or []) if d not in DATASETS]
+    if bad:
+        ap.error(f"unknown method or dataset {bad}; methods: {list(methods())}; datasets: {list(DATASETS)}")
+    if min(a.n1 + [a.n_sims, a.n_test]) < 1 or min(a.n_ratio) < PAPER.n_train:
+        ap.error(f"--n1, --n-sims, --n-test must be >= 1 and --n-ratio >= n_train = {PAPER.n_train}")
     Path(a.cache).mkdir(parents=True, exist_ok=True)
     names = a.methods or list(methods())
-    datasets = a.datasets or list(DATASETS)
     out = Path(a.out)
-    for level in a.levels:
-        for ds in datasets:
-            for n1 in a.n1:
-                t0 = time.time()
-                rows = run_cell(ds, level, n1, a.n_sims, a.n_test, a.cache, names, a.light)
-                df = pd.DataFrame(rows)
-                df.to_csv(out, mode="a", header=not out.exists(), index=False)
-                print(f"{ds} {level} n1={n1}: {time.time() - t0:.1f} s", flush=True)
+    for ds in a.datasets or list(SIMULATED_DATASETS):
+        for level in levels_of(ds, a.levels):
+            for hp in a.ratio_hparams:
+                for n_ratio in a.n_ratio:
+                    for n1 in a.n1:
+                        t0 = time.time()
+                        rows = run_cell(ds, level, n1, a.n_sims, a.n_test, a.cache, names, a.light,
+                                        None if n_ratio == PAPER.n_train else n_ratio, hp, explicit=bool(a.methods))
+                        append_rows(rows, out)
+                        print(f"{ds} {level} n1={n1} n_ratio={n_ratio} {hp}: {time.time() - t0:.1f} s", flush=True)
 
 
 if __name__ == "__main__":
