@@ -24,17 +24,19 @@ from .supernode import quick_object_pulls
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['AGG_CAP', 'UNBOUNDED', 'RUN_CONFIG', 'NODE_CONFIG', 'PACKED', 'client_app', 'server_app', 'PIPELINE_RUN_CONFIG',
-           'PIPELINE_NODE_CONFIG', 'pipeline_client', 'pipeline_server_app', 'agent_nodes', 'agent_max_n',
-           'range_value', 'score_range_value', 'agg_cap_value', 'run_checks', 'config_values', 'run_config_values',
-           'app_pyproject', 'write_app_project', 'node_config_values', 'load_node_agent', 'node_policy',
-           'load_node_policy', 'pack_content', 'unpack_content', 'packing_mod', 'PollingGrid', 'save_runs',
-           'deployed_main', 'server_main', 'pipeline_run_config', 'save_result', 'write_node_data',
-           'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline', 'pipeline_server_main',
-           'pipeline_app_pyproject', 'write_pipeline_app_project']
+__all__ = ['AGG_CAP', 'ANSWER_BOUND', 'UNBOUNDED', 'RUN_CONFIG', 'NODE_CONFIG', 'PACKED', 'client_app', 'server_app',
+           'PIPELINE_RUN_CONFIG', 'PIPELINE_NODE_CONFIG', 'pipeline_client', 'pipeline_server_app', 'agent_nodes',
+           'agent_max_n', 'range_value', 'score_range_value', 'agg_cap_value', 'answer_bound_value', 'run_checks',
+           'config_values', 'run_config_values', 'app_pyproject', 'write_app_project', 'node_config_values',
+           'load_node_agent', 'node_policy', 'load_node_policy', 'pack_content', 'unpack_content', 'packing_mod',
+           'PollingGrid', 'save_runs', 'deployed_main', 'server_main', 'pipeline_run_config', 'save_result',
+           'write_node_data', 'load_pipeline_policy', 'load_node_agreement', 'load_node_data', 'deployed_pipeline',
+           'pipeline_server_main', 'pipeline_app_pyproject', 'write_pipeline_app_project']
 
 # %% ../../nbs/10g_federation_deploy.ipynb #ee2f9ce8
 AGG_CAP = 2.0   # the deployed apps' robust aggregation: an agent's n_eff counts at most twice the others' median (studies/robust_cap)
+
+ANSWER_BOUND = 1.25   # the deployed apps' robust reading of PFWCP's answers: one agent's counts at most 1.25 x the others' threshold (server.bounded_answers)
 
 UNBOUNDED = "unbounded"   # the one way to agree the infinite score range (0, inf) in a run config
 
@@ -54,6 +56,9 @@ RUN_CONFIG = {   # run_config key: (default, meaning); default None = required
                         "(a liar's quantiles then move the thresholds without bound); a quantile outside it is refused"),
     "agg-cap": (AGG_CAP, "the robust aggregation: an agent's n_eff counts at most agg-cap x the median of the others' "
                          "(server.capped_agg_weights), so one agent that claims n_eff = n cannot outweigh the rest; 0: off"),
+    "answer-bound": (ANSWER_BOUND, "PFWCP's robust reading: agent k's answer counts at most answer-bound x the threshold the "
+                                   "others give, and its lone +inf as that threshold (server.bounded_answers), so one agent can "
+                                   "neither make a threshold infinite nor raise it further; a number >= 1, 0: off"),
     "weight-range": ("1e-6 1e6", "low and high of the other agents' mean calibration weight W/n (a density ratio has mean 1 "
                                  "under its agent; 1e-6 1e6: a ratio clipped as density_ratio clips it): a summary outside "
                                  "it is refused, so no agent can claim a weight total that excuses +inf everywhere"),
@@ -127,11 +132,24 @@ def agg_cap_value(value, # run_config['agg-cap']: a number >= 0
                          f"studies/robust_cap), got {value!r}.")
     return cap or None
 
+def answer_bound_value(value, # run_config['answer-bound']: 0 or a number >= 1
+                      ) -> float | None: # the bound, or None (0: off)
+    "PFWCP's robust reading from the run config: a finite number >= 1, or 0 to turn it off; ValueError naming the key."
+    try:
+        b = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        b = math.nan
+    if not (math.isfinite(b) and (b == 0 or b >= 1)):
+        raise ValueError(f"run_config `answer-bound` must be 0 (off) or a finite number >= 1 (default {ANSWER_BOUND:g}, "
+                         f"server.bounded_answers), got {value!r}.")
+    return b or None
+
 def run_checks(c: dict, # a run config's values (`run_config_values`, `pipeline_run_config`)
                task: str | None = None, # the run's task when known (`score_range_value`)
-              ) -> dict: # `server.calibration_checks`'s arguments: score_range, weight_range, agg_cap
+              ) -> dict: # `server.calibration_checks`'s arguments: score_range, weight_range, agg_cap, answer_bound
     "The server's checks the run config sets, each checked; ValueError naming the key."
     return dict(score_range=score_range_value(c["score-range"], task), agg_cap=agg_cap_value(c["agg-cap"]),
+                answer_bound=answer_bound_value(c["answer-bound"]),
                 weight_range=range_value(c["weight-range"], "weight-range", check_weight_range))
 
 # %% ../../nbs/10g_federation_deploy.ipynb #5d6b7b4e
@@ -358,7 +376,7 @@ def deployed_main(grid: Grid, context: Context) -> None:
                          f"so it must be (m, {len(nodes)}).")
     caps, chk = agent_max_n(c["agent-max-n"], len(nodes)), run_checks(c)
     runs = {f"{me}-{cr}": dict(method=me, alpha=float(c["alpha"]), delta=de, score_range=chk["score_range"],
-                               agg_cap=chk["agg_cap"])
+                               agg_cap=chk["agg_cap"], answer_bound=chk["answer_bound"])
             for me in PROTOCOLS for cr, de in (("mc", None), ("ccc", float(c["delta"])))}
     calibrate_federation(grid, nodes, tw, runs, caps, float(c["node-timeout"]), lambda out, ev: save_runs(c["out"], out, ev),
                          weight_range=chk["weight_range"])
@@ -394,6 +412,7 @@ PIPELINE_RUN_CONFIG = {   # run_config key: (default, meaning); default None = r
     "weight-range": ("1e-6 1e6", "low and high of the other agents' mean calibration weight W/n, as the calibration app's "
                                  "RUN_CONFIG: a summary outside it is refused"),
     "agg-cap": (AGG_CAP, "the robust aggregation, as the calibration app's RUN_CONFIG; 0: off"),
+    "answer-bound": (ANSWER_BOUND, "PFWCP's robust reading of the answers, as the calibration app's RUN_CONFIG; 0: off"),
     "out": (None, "path of the .npz the server writes (thresholds, calibration federation, models, summary json)"),
 }
 

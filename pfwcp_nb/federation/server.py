@@ -237,6 +237,7 @@ def thresholds_over_flower(flower_grid: Grid, nodes: list, summaries: list, # fr
                            alpha: float = 0.1, delta: float | None = None, *,
                            method: str = "pfwcp", # "pfwcp" or "ospfwcp"
                            score_range=SCORE_RANGE, # (low, high) of the scores: quantiles outside it are refused
+                           answer_bound: float | None = None, # PFWCP: `bounded_answers`' bound (the deployed app's default 1.25); None: as they came
                            **kw, # estimator options (engine, grid=(betas, taus), select, agg_weights, ...)
                           ) -> np.ndarray: # thresholds (m,)
     "Calibrate from the summaries, ask the agents for the messages of `method`, check each, return the thresholds; any refusal stops it (ValueError/RuntimeError naming the agent)."
@@ -248,7 +249,7 @@ def thresholds_over_flower(flower_grid: Grid, nodes: list, summaries: list, # fr
     for lv, (reqs, check) in asks.items():
         rep = ask_agents(flower_grid, {nodes[k]: r for k, r in reqs.items()}, bind)
         got.update({(k,) + lv: check(k, rep[k]) for k in S})
-    return _combine(model, S, got, tw, list(asks))
+    return _combine(model, S, got, tw, list(asks), answer_bound)
 
 # %% ../../nbs/10d_federation_server.ipynb #b7e1e4f1
 _log = logging.getLogger("pfwcp_nb.federation.server")

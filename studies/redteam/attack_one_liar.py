@@ -18,8 +18,10 @@ the settings below, and the thresholds are computed from what the server accepts
   +cap2    the robust option on top (`agg_cap=2`: an agent's n_eff counts at most twice the median of the others')
   +cap1    the same with `agg_cap=1` (at most the median of the others': one agent's share below 1/K of the others')
   deployed the deployed apps' defaults (notebook 10g_federation_deploy): the default weight range (1e-6, 1e6), the
-           robust aggregation on (`agg-cap` = AGG_CAP = 2) and a finite score range, which the run config must name:
-           (0, 20) here; strategies inf, zero and up (against "honest+cap2", the honest federation at the same defaults)
+           robust aggregation on (`agg-cap` = AGG_CAP = 2), PFWCP's robust reading of the answers on (`answer-bound` =
+           ANSWER_BOUND, server.bounded_answers) and a finite score range, which the run config must name: (0, 20)
+           here; strategies inf, zero and up (against "honest+deployed", the honest federation at the same defaults;
+           "honest+cap2" beside it is the honest federation without the robust reading)
 Strategy up: the upward lie alone: an honest-looking summary (n_eff = n, mean weight 1), +inf only where that forces it,
 the score range's top everywhere else (one-shot: the top, no weight above it).
 Prints and writes, per setting and run (PFWCP-MC, PFWCP-CCC, osPFWCP-MC, osPFWCP-CCC): coverage, the infinite share
@@ -29,8 +31,8 @@ import numpy as np
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration, AgentMessage, AgentSummary
 from pfwcp_nb.oneshot import OneShotPFWCP, OneShotMessage
 from pfwcp_nb.federation.protocol import check_summary, check_message, check_oneshot, WEIGHT_RANGE
-from pfwcp_nb.federation.server import capped_agg_weights
-from pfwcp_nb.federation.deploy import AGG_CAP
+from pfwcp_nb.federation.server import capped_agg_weights, robust_aggregate
+from pfwcp_nb.federation.deploy import AGG_CAP, ANSWER_BOUND
 
 N, M, ALPHA, CAP, TOP = 100, 500, 0.1, 2.0, 20.0
 K, LIARS = 11, (5, 6)        # set by --K: the first f of LIARS lie
@@ -74,8 +76,9 @@ def score_range(setting):
     return (0.0, TOP) if setting in ("tight", "deployed") else (0.0, np.inf)
 
 
-def runs(agents, tw, setting, strategy, cap=None, f=1):
-    "Thresholds of the four runs with the first f of LIARS lying (setting None: no liar); `cap`: the robust option's agg_cap."
+def runs(agents, tw, setting, strategy, cap=None, f=1, bound=None):
+    """Thresholds of the four runs with the first f of LIARS lying (setting None: no liar); `cap`: the robust option's
+    agg_cap; `bound`: PFWCP's robust reading (answer_bound, as the server's `robust_aggregate`; None: off)."""
     out = {}
     w = lambda summ: {} if cap is None else {"agg_weights": capped_agg_weights(summ, cap)}
     for delta, cr in ((None, "mc"), (0.1, "ccc")):
@@ -87,7 +90,7 @@ def runs(agents, tw, setting, strategy, cap=None, f=1):
         msgs = [a.message(b, tw[:, k]) for k, a in enumerate(agents)]
         for liar in LIARS[:f] if setting is not None else ():
             msgs[liar] = liar_message(setting, strategy, summ[liar], b, tw[:, liar])
-        out[f"pfwcp-{cr}"] = model.combine(msgs)
+        out[f"pfwcp-{cr}"] = robust_aggregate(msgs, model.agg_weights_, model.tau_, bound)
         summ = [a.summary() for a in agents]
         for liar in LIARS[:f] if setting is not None else ():
             summ[liar] = liar_summary(setting, strategy, True)
@@ -108,7 +111,7 @@ def deployed_rows(d: dict) -> list:
     "One stored run's rows at the deployed defaults, per run: the honest federation and the lies, against the targets."
     t, rows = d["table"], []
     for run in RUNS:
-        h = t[f"honest+cap2/-/{run}"]
+        h = t[f"honest+deployed/-/{run}"]
         lies = [t[f"deployed/{sg}/{run}"] for sg in ("inf", "zero", "up")]
         cov = max(lies[:2], key=lambda v: abs(v["coverage"] - h["coverage"]))["coverage"] - h["coverage"]
         inf = max(v["infinite_share"] for v in lies) - h["infinite_share"]
@@ -160,17 +163,21 @@ def main(argv=None):
         warnings.simplefilter("ignore")
         for seed in range(a.seeds):
             agents, tw, test = federation(seed)
+            paper = {}                                     # run -> the honest federation's thresholds (no option)
             cases = ([("honest", None, "-", None), ("honest+cap2", None, "-", CAP)]
                      + [(st, st, sg, None) for st in SETTINGS for sg in ("inf", "zero")]
                      + [(st + "+cap2", st, sg, CAP) for st in ("default", "tight") for sg in ("inf", "zero")]
                      + [("tight", "tight", "top", None), ("tight+cap2", "tight", "top", CAP)]
                      + [("honest+cap1", None, "-", 1.0)] + [("tight+cap1", "tight", sg, 1.0) for sg in ("inf", "zero", "top")]
+                     + [("honest+deployed", None, "-", AGG_CAP)]
                      + [("deployed", "deployed", sg, AGG_CAP) for sg in ("inf", "zero", "up")])
             for name, setting, strategy, cap in cases:
-                for run, q in runs(agents, tw, setting, strategy, cap, a.liars).items():
-                    fin = np.isfinite(q)
+                bound = ANSWER_BOUND if name.endswith("deployed") else None
+                for run, q in runs(agents, tw, setting, strategy, cap, a.liars, bound).items():
+                    fin, ref = np.isfinite(q), paper.setdefault(run, q)      # the first case: the honest, paper's run
+                    moved = ~((q == ref) | (np.abs(q - ref) <= 1e-12 * np.abs(ref)))
                     rows.append(dict(seed=seed, setting=name, strategy=strategy, run=run, coverage=float(np.mean(test <= q)),
-                                     infinite_share=float(np.mean(~fin)),
+                                     infinite_share=float(np.mean(~fin)), changed_share=float(np.mean(moved)),
                                      median_finite=float(np.median(q[fin])) if fin.any() else None,
                                      mean_finite=float(np.mean(q[fin])) if fin.any() else None))
     summary = {}
@@ -180,6 +187,7 @@ def main(argv=None):
     table = {k: {"coverage": float(np.mean([r["coverage"] for r in v])),
                  "worst_coverage": float(np.min([r["coverage"] for r in v])),
                  "infinite_share": float(np.mean([r["infinite_share"] for r in v])),
+                 "changed_share": float(np.mean([r["changed_share"] for r in v])),
                  "median_finite": float(np.median([r["median_finite"] for r in v if r["median_finite"] is not None])),
                  "mean_finite": float(np.mean([r["mean_finite"] for r in v if r["mean_finite"] is not None]))}
              for k, v in summary.items()}
