@@ -111,28 +111,31 @@ def deployed_rows(d: dict) -> list:
     "One stored run's rows at the deployed defaults, per run: the honest federation and the lies, against the targets."
     t, rows = d["table"], []
     for run in RUNS:
-        h = t[f"honest+deployed/-/{run}"]
+        h, paper = t[f"honest+deployed/-/{run}"], t[f"honest/-/{run}"]
         lies = [t[f"deployed/{sg}/{run}"] for sg in ("inf", "zero", "up")]
         cov = max(lies[:2], key=lambda v: abs(v["coverage"] - h["coverage"]))["coverage"] - h["coverage"]
         inf = max(v["infinite_share"] for v in lies) - h["infinite_share"]
         width = lies[2]["median_finite"] / h["median_finite"]
-        rows.append(dict(K=d["K"], f=len(d["liars"]), run=run, honest=h, coverage=cov, infinite_share=inf, width=width,
+        rows.append(dict(K=d["K"], f=len(d["liars"]), run=run, honest=h, moved=h["changed_share"],
+                         honest_coverage=h["coverage"] - paper["coverage"], coverage=cov, infinite_share=inf, width=width,
                          met=abs(cov) <= TARGET["coverage"] and inf <= TARGET["infinite_share"] and width <= TARGET["width"]))
     return rows
 
 
 def deployed_table(paths: list) -> str:
     "The markdown table of the deployed defaults' rows of the stored runs `paths` (docs/deploy.md quotes it)."
-    lines = ["| K | liars | run | honest: coverage / infinite share / median threshold | lies (inf, zero): coverage change, "
+    lines = ["| K | liars | run | honest: coverage / infinite share / median threshold | honest, the defaults against no "
+             "option: thresholds moved, coverage change | lies (inf, zero): coverage change, "
              "the larger | lies (inf, zero, up): infinite share change, the largest | upward lie (up): median threshold / "
-             "honest's | target met (one liar: 2 points, 5 points, x1.5) |", "|---" * 8 + "|"]
+             "honest's | target met (one liar: 2 points, 5 points, x1.5) |", "|---" * 9 + "|"]
     for p in paths:
         with open(p) as f:
             d = json.load(f)
         for r in deployed_rows(d):
             h = r["honest"]
             lines.append(f"| {r['K']} | {r['f']} | {r['run']} | {h['coverage']:.3f} / {h['infinite_share']:.3f} / "
-                         f"{h['median_finite']:.2f} | {100 * r['coverage']:+.1f} points | {100 * r['infinite_share']:+.1f} "
+                         f"{h['median_finite']:.2f} | {100 * r['moved']:.1f} %, {100 * r['honest_coverage']:+.1f} points | "
+                         f"{100 * r['coverage']:+.1f} points | {100 * r['infinite_share']:+.1f} "
                          f"points | x{r['width']:.2f} | {('yes' if r['met'] else 'no') if r['f'] == 1 else '(no target)'} |")
     return "\n".join(lines)
 
