@@ -531,8 +531,7 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
                m: int, # the test agent's test points (its stats)
                score_range=None, # the agreed score range (None: (0, 1) for 1 - p, else (0, inf)); `calibration_checks`
                weight_range=None, # the agreed range of the other agents' mean weight W/n (None: W > 0 only)
-               agg_cap: float | None = None, # the robust aggregation's cap (None: off)
-               answer_bound: float | None = None): # PFWCP's robust reading (`bounded_answers`; None: off)
+               agg_cap: float | None = None, answer_bound: float | None = None): # the robust options (None: off)
     """Calibration over the agents `cal` that answer (test agent required), then the test agent's prediction. An agent
     that answers the summary but not the message round is left out: Procedure 1 runs again over the others (their
     n_eff, their aggregation weights); messages already received at an unchanged level are reused, not asked again."""
@@ -551,14 +550,12 @@ def _calibrate(srv: _Server, res: PipelineResult, cal: list, method: str, alpha:
     model, level, S, msgs = _level_round(srv, _estimator_for(method, alpha, delta, est_kw, summ, tw, col, who, sr, agg_cap), S,
                                    stage)
     if method == "pfwcp":
-        q = (model.combine(msgs) if answer_bound is None else
-             robust_aggregate(msgs, model.agg_weights_, model.tau_, answer_bound))
+        q = robust_aggregate(msgs, model.agg_weights_, model.tau_, answer_bound)    # None: `model.combine`'s aggregate
     else:
         model.calibrate(msgs)
         q = model.threshold(tw[:, [col[k] for k in S]])
     res.thresholds, res.agents = np.asarray(q, dtype=float), S
-    res.n_eff = [float(summ[k].n_eff) for k in S]
-    res.agg_weights = [float(w) for w in model.agg_weights_]
+    res.n_eff, res.agg_weights = [float(summ[k].n_eff) for k in S], [float(w) for w in model.agg_weights_]
     if len(S) < len(cal) or len(cal) < len(res.trained):
         srv.event(f"calibration: over agents {S} of the {len(res.trained)} trained, n_eff "
                   f"{[round(n, 2) for n in res.n_eff]}, aggregation weights {[round(w, 4) for w in res.agg_weights]}; "
