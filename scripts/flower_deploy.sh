@@ -119,8 +119,8 @@ from pfwcp_nb.baselines import toy_draw
 from pfwcp_nb.federation.network import make_tls_files
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration
 from pfwcp_nb.oneshot import OneShotPFWCP
-from pfwcp_nb.federation.server import capped_agg_weights
-from pfwcp_nb.federation.deploy import AGG_CAP
+from pfwcp_nb.federation.server import capped_agg_weights, robust_aggregate
+from pfwcp_nb.federation.deploy import AGG_CAP, ANSWER_BOUND
 T, K, M, PIPELINE = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 make_tls_files(T / "certs", ["localhost", "127.0.0.1"])           # a real host: its name(s), see the README
 ssh = lambda k: k.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
@@ -143,8 +143,9 @@ if PIPELINE:   # each agent's training, calibration [and test] points; the in-pr
     st = train_setup("gaussian", K=K, seed=0, n_train=n_train, train_kw=tk, need_localizer=False, progress=False)
     dr = sample_draw(st, make_federation("gaussian", K=K, seed=0), 0, n_cal=n_cal, n_test=M, localize=False)["estimated"]
     agents = [AgentCalibration(s, w) for s, w in zip(dr.cal_scores, dr.cal_weights)]
-    robust = capped_agg_weights([a.summary() for a in agents], AGG_CAP)     # the deployed default, agg-cap
-    q = PFWCP(0.1, agg_weights=robust).calibrate(agents).threshold(dr.test_weights)
+    robust = capped_agg_weights([a.summary() for a in agents], AGG_CAP)     # the deployed defaults, agg-cap and answer-bound
+    mo = PFWCP(0.1, agg_weights=robust).calibrate(agents)
+    q = robust_aggregate(mo.messages(dr.test_weights), mo.agg_weights_, mo.tau_, ANSWER_BOUND)
     np.savez(T / "data/in_process.npz", thresholds=q, coverage=np.mean(dr.test_scores <= q),
              seconds=time.perf_counter() - t0, n_cal=np.array([len(s) for s in dr.cal_scores]))
 else:
@@ -153,9 +154,11 @@ else:
         np.savez(T / f"data/agent_{k}.npz", scores=d.cal_scores[k], weights=d.cal_weights[k])
     np.save(T / "data/test_weights.npy", d.test_weights)
     agents = [AgentCalibration(s, w) for s, w in zip(d.cal_scores, d.cal_weights)]
-    robust = capped_agg_weights([a.summary() for a in agents], AGG_CAP)     # the deployed default, agg-cap
-    ref = {f"{me}-{cr}": Est(0.1, de, agg_weights=robust).calibrate(agents).threshold(d.test_weights)
-           for me, Est in (("pfwcp", PFWCP), ("ospfwcp", OneShotPFWCP)) for cr, de in (("mc", None), ("ccc", 0.1))}
+    robust = capped_agg_weights([a.summary() for a in agents], AGG_CAP)     # the deployed defaults, agg-cap and answer-bound
+    read = lambda mo: robust_aggregate(mo.messages(d.test_weights), mo.agg_weights_, mo.tau_, ANSWER_BOUND)
+    ref = {f"{me}-{cr}": (read(mo) if me == "pfwcp" else mo.threshold(d.test_weights))
+           for me, Est in (("pfwcp", PFWCP), ("ospfwcp", OneShotPFWCP)) for cr, de in (("mc", None), ("ccc", 0.1))
+           for mo in [Est(0.1, de, agg_weights=robust).calibrate(agents)]}
     np.savez(T / "data/in_process.npz", **ref)
 PY
 

@@ -17,7 +17,7 @@ from flwr.app import Context, RecordDict
 from pfwcp_nb.federation import deploy, simulation
 from pfwcp_nb.federation.protocol import PROTOCOLS, pack, request, unpack
 from pfwcp_nb.federation.agent import agent_client_app, agent_reply
-from pfwcp_nb.federation.server import collect_summaries, thresholds_over_flower
+from pfwcp_nb.federation.server import capped_agg_weights, collect_summaries, robust_aggregate, thresholds_over_flower
 from pfwcp_nb.federation.simulation import simulate_many
 from pfwcp_nb.query_policy import QueryPolicy, QueryRefused
 from pfwcp_nb.oneshot import OneShotMessage, OneShotPFWCP
@@ -44,6 +44,18 @@ def in_process(scores, weights, tw, method, delta, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return Est(0.1, delta, **kw).calibrate(agents).threshold(tw)
+
+
+def deployed_in_process(scores, weights, tw, method, delta):
+    "The in-process estimator at the deployed defaults: weights capped at agg-cap, PFWCP's answers read at answer-bound."
+    agents = [AgentCalibration(s, w) for s, w in zip(scores, weights)]
+    robust = capped_agg_weights([a.summary() for a in agents], deploy.AGG_CAP)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if method != "pfwcp":
+            return OneShotPFWCP(0.1, delta, agg_weights=robust).calibrate(agents).threshold(tw)
+        mo = PFWCP(0.1, delta, agg_weights=robust).calibrate(agents)
+        return robust_aggregate(mo.messages(tw), mo.agg_weights_, mo.tau_, deploy.ANSWER_BOUND)
 
 
 def recorder(path):
@@ -294,7 +306,7 @@ def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path
     "A hand-written app config with the required keys and a named score range: the rest take their defaults."
     scores, weights, tw, grid = _deployment(tmp_path)
     rc = {"test-weights": str(tmp_path / "tw.npy"), "out": str(tmp_path / "q.npz"), "agent-nodes": "7 8 9",
-          "agent-max-n": "30 30 30", "score-range": "unbounded"}      # agg-cap 2 (the default) binds no one of K = 3
+          "agent-max-n": "30 30 30", "score-range": "unbounded"}      # agg-cap and answer-bound at their defaults
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         deploy.deployed_main(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
@@ -304,7 +316,7 @@ def test_deployed_main_with_only_the_required_run_config(task_identity, tmp_path
     assert json.loads(str(got["events"])) == []                      # nobody left out
     for me in PROTOCOLS:
         for cr, de in (("mc", None), ("ccc", deploy.RUN_CONFIG["delta"][0])):
-            np.testing.assert_array_equal(got[f"{me}-{cr}"], in_process(scores, weights, tw, me, de))
+            np.testing.assert_array_equal(got[f"{me}-{cr}"], deployed_in_process(scores, weights, tw, me, de))
             np.testing.assert_array_equal(got[f"{me}-{cr}-agents"], [0, 1, 2])
 
 
@@ -323,7 +335,7 @@ def test_run_config_bad_keys_are_named(rc, match):
 
 def test_every_run_config_key_has_a_default_or_is_required_and_documented():
     assert set(deploy.RUN_CONFIG) == {"alpha", "delta", "node-timeout", "test-weights", "out", "agent-nodes", "agent-max-n",
-                                      "score-range", "weight-range", "agg-cap"}
+                                      "score-range", "weight-range", "agg-cap", "answer-bound"}
     assert all(isinstance(what, str) and what for _, what in deploy.RUN_CONFIG.values())
     assert deploy.run_config_values({"test-weights": "a", "out": "b", "agent-nodes": "3", "agent-max-n": "9"})["node-timeout"] == 120.0
 
