@@ -248,7 +248,7 @@ class PipelineConfig:
     max_n: list | None = None           # the operator's cap on each agent's calibration points (run_config agent-max-n)
     max_train: list | None = None       # the cap on each agent's training points (its FedAvg weight); None: MAX_TRAIN
     max_param: float = 1e4              # a training reply with a larger |parameter| is invalid (that round is missed)
-    checks: dict | None = None          # the calibration's checks (`calibration_checks`: score_range, weight_range, agg_cap)
+    checks: dict | None = None          # the calibration's checks (`calibration_checks`: score_range, weight_range, agg_cap, answer_bound)
 
     def __post_init__(self):
         self.pred, self.rat = _settings(self.dataset, self.train_kw)
