@@ -178,7 +178,7 @@ def main(argv=None):
                 bound = ANSWER_BOUND if name.endswith("deployed") else None
                 for run, q in runs(agents, tw, setting, strategy, cap, a.liars, bound).items():
                     fin, ref = np.isfinite(q), paper.setdefault(run, q)      # the first case: the honest, paper's run
-                    moved = ~((q == ref) | (np.abs(q - ref) <= 1e-12 * np.abs(ref)))
+                    moved = ~((q == ref) | (np.isfinite(ref) & (np.abs(q - ref) <= 1e-12 * np.abs(ref))))   # +inf read finite: moved
                     rows.append(dict(seed=seed, setting=name, strategy=strategy, run=run, coverage=float(np.mean(test <= q)),
                                      infinite_share=float(np.mean(~fin)), changed_share=float(np.mean(moved)),
                                      median_finite=float(np.median(q[fin])) if fin.any() else None,
