@@ -49,7 +49,7 @@ def test_the_pattern_catches_each_way_of_citing_and_nothing_else():
         assert PATTERN.search(cited), cited
     for name in (f"tests/test_redteam_{WORD}31.py", f"def test_{WORD}28_k101", f"the {WORD}-11 grid"):
         assert IDENT.search(name) and not PATTERN.search(name), name
-    for clean in ("tissue 5", f"the {WORD}'s target", f"{WORD}r 3", "notebook `02c_trust`", f"{WORD}d 4 warnings"):
+    for clean in (f"t{WORD} 5", f"the {WORD}'s target", f"{WORD}r 3", "notebook `02c_trust`", f"{WORD}d 4 warnings"):
         assert not PATTERN.search(clean) and not IDENT.search(clean), clean
 
 
