@@ -1,4 +1,4 @@
-"""Layers you can see (issue 29 item 2): every module of the package belongs to one layer, and a module imports only
+"""Layers you can see: every module of the package belongs to one layer, and a module imports only
 from its own layer or the layers it may use. The method layer loads neither torch nor engression (checked in a fresh
 interpreter): `import pfwcp_nb; pfwcp_nb.split_conformal` gives split CP without them.
 

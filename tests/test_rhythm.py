@@ -1,4 +1,4 @@
-"""The nbdev rhythm (issue 29 item 3): one idea per exported cell, then its check; a cell over 40 lines says why.
+"""The nbdev rhythm: one idea per exported cell, then its check; a cell over 40 lines says why.
 
 `tools/cells_per_idea.py` measures it. The notebooks in `RHYTHM` have been brought to it and must stay there; a
 notebook joins the list when its exported cells are one idea each, at least 65 % of them are followed by a check, no
