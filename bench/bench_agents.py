@@ -1,4 +1,4 @@
-"""Benchmark for many agents (issues 20 and 28): the default engines against the paper's Monte Carlo (MC2000 / MC4000).
+"""Benchmark for many agents: the default engines against the paper's Monte Carlo (MC2000 / MC4000).
 
     OMP_NUM_THREADS=1 nice -n 15 python bench/bench_agents.py [--K 11 15 20 22 25 30 40 60 100 300 1000] [--n 100]
 

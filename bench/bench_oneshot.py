@@ -29,7 +29,7 @@ import numpy as np
 
 from _util import cpu_timed as cpu
 
-from pfwcp_nb.coverage import largest_feasible_tau
+from pfwcp_nb.tau_search import largest_feasible_tau
 from pfwcp_nb.oneshot import OneShotPFWCP, local_levels
 from pfwcp_nb.procedure import FEAS_TOL
 from pfwcp_nb.pfwcp import PFWCP, AgentCalibration

@@ -83,6 +83,7 @@ class EvidenceRule:
     smd_tol: float = 0.1        # an imbalance below this (test-agent s.d.) is balanced whatever its noise
     z: float | None = None      # significance of an imbalance; None: two-sided 5 % Bonferroni over the d features
     max_log_noise: float = 0.35 # a usable ratio whose estimated log-ratio noise (`fold_noise`) is at most this is precise
+    cert_margin: float = 0.5    # certified only if the precise agents' pooled |SMD| + z se is at most this on every feature
 
     def z_for(self, d: int) -> float:
         "The significance level used with d features."
@@ -167,6 +168,11 @@ def _pooled_ok(mask, n_eff, n, smd, se, n0: int, rule: EvidenceRule) -> tuple:
     p_se = np.sqrt((a ** 2) @ np.maximum(se ** 2 - 1.0 / n0, 0.0) + 1.0 / n0)
     return p_smd, p_se, not _imbalanced(p_smd, p_se, rule).any()
 
+# %% ../nbs/02c_evidence.ipynb #115dd0d2
+def _shown_balanced(smd, se, rule: EvidenceRule) -> bool:
+    "Balance shown (an equivalence test): |SMD| + z se <= cert_margin on every feature."
+    return bool(np.all(np.abs(smd) + rule.z_for(np.size(smd)) * se <= rule.cert_margin))
+
 # %% ../nbs/02c_evidence.ipynb #769671b1
 # long cell: the evidence in one pass: checks, balance per agent, the verdicts, the pools of usable and of precise agents
 def ratio_evidence(sums, # BalanceSums of every agent, agent 0 (the test agent, w = 1) first
@@ -196,7 +202,8 @@ def ratio_evidence(sums, # BalanceSums of every agent, agent 0 (the test agent, 
     if log_noise is not None:
         precise = usable & (log_noise <= rule.max_log_noise)
         precise[0] = True
-        certified = bool(precise[1:].any() and _pooled_ok(precise, n_eff, n, smd, se, ref.n, rule)[2])
+        c_smd, c_se, c_ok = _pooled_ok(precise, n_eff, n, smd, se, ref.n, rule)
+        certified = bool(precise[1:].any() and c_ok and _shown_balanced(c_smd, c_se, rule))
     return RatioEvidence(n=n, n_eff=n_eff, clip_share=np.array([s.n_clip / s.n for s in sums]), smd=smd, se=se,
                          raw_smd=raw, usable=usable, reasons=reasons, pooled_smd=p_smd, pooled_se=p_se,
                          federate=bool(usable[1:].any() and ok), rule=rule, log_noise=log_noise, precise=precise,

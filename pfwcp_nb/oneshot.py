@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from fastcore.basics import patch
 import numpy as np
 from .quantiles import quantile_of_quantiles, weighted_quantile
-from .coverage import coverage_objective, aggregation_weights, largest_feasible_tau
+from .coverage import coverage_objective, aggregation_weights
+from .tau_search import largest_feasible_tau
 from .procedure import select_quantiles, QuantileChoice, FEAS_TOL, TIE_TOL, ccc_alpha
 from ._validate import check_unit_open, check_engine, check_agg_weights, check_pos_int, add_param_docs
 from .pfwcp import (AgentCalibration, AgentSummary, _Wire, _ThresholdPredictor, _as_test_weights,

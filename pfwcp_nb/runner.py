@@ -40,8 +40,8 @@ from .metrics import GUARANTEES
 from .grid import (WEIGHT_KINDS, GridSpec, chunks, collect_results, default_methods, merge_cells,
                            pending_work, reuses)
 from .backends import Execution, execute
-from .report import (figure1_star, load_training_spread, paper_table, plot_figure1, verdict_legend,
-                             write_outputs)
+from .report import load_training_spread, paper_table, verdict_legend
+from .report_figures import figure1_star, plot_figure1, write_outputs
 from .diagnostics import write_draw_diagnostics
 from ._validate import add_param_docs
 

@@ -300,7 +300,7 @@ def test_wrappers_call_the_estimators(draw):
                 OneShotPFWCP(0.1, delta, seed=0).calibrate(agents).threshold(draw.test_weights))
 
 
-# ---------------------------------------------------------------- CCC variants vs MC variants (issue 8, item 3)
+# ---------------------------------------------------------------- CCC variants vs MC variants
 @pytest.mark.parametrize("delta", [None, 0.1])
 @pytest.mark.parametrize("localized", [False, True])
 def test_oneshot_rule_leaves_no_infeasible_test_point(delta, localized):
@@ -321,7 +321,7 @@ def test_oneshot_rule_leaves_no_infeasible_test_point(delta, localized):
 
 @pytest.mark.parametrize("name", ["osPFWCP", "osPFWGLCP"])
 def test_oneshot_ccc_covers_at_least_mc_on_toy_draws(name):
-    "Averaged over seeded toy draws, the CCC variant covers at least as much as the MC variant (issue 8, item 3)."
+    "Averaged over seeded toy draws, the CCC variant covers at least as much as the MC variant."
     cov = {None: [], 0.1: []}
     for i in range(15):
         d = toy_draw(200 + i, m=100)
@@ -446,7 +446,7 @@ def test_qq_levels_with_the_monte_carlo_engine():
 
 
 def test_qq_choice_monte_carlo_is_never_memoised():
-    "FCP-QQ's Monte Carlo levels follow the seed it is given (issue 28: a memo served one seed's table to another)."
+    "FCP-QQ's Monte Carlo levels follow the seed it is given (a memo once served one seed's table to another)."
     from pfwcp_nb.methods import qq_choice
     n = (30, 40)
     a = qq_choice(n, 0.1, engine="monte-carlo", seed=1)

@@ -102,7 +102,7 @@ def test_bad_input(call, match):
 @given(K=st.integers(1, 12), seed=st.integers(0, 10**6), ccc=st.booleans())
 def test_largest_feasible_tau_equals_full_scan(K, seed, ccc):
     "The bisection returns the largest feasible tau of the grid (index 0 / infeasible when none), as a full scan."
-    from pfwcp_nb.coverage import largest_feasible_tau
+    from pfwcp_nb.tau_search import largest_feasible_tau
     rng = np.random.default_rng(seed)
     n_eff = rng.uniform(1, 100, K)
     beta = np.clip(rng.uniform(0.02, 0.35, (40, K)), 0, 1)
@@ -126,7 +126,7 @@ def test_largest_feasible_tau_equals_full_scan(K, seed, ccc):
 @pytest.mark.parametrize("K", [1, 2, 5, 11, 14])
 def test_coarse_search_nodes_error_well_below_margin(K):
     "The one-shot search keeps a coarse answer only >= margin away from the target: the coarse error must stay below it."
-    from pfwcp_nb import coverage as C
+    from pfwcp_nb import coverage as C, tau_search as S
     rng = np.random.default_rng(K)
     worst = 0.0
     for _ in range(6):
@@ -135,7 +135,7 @@ def test_coarse_search_nodes_error_well_below_margin(K):
         taus = np.linspace(0, 0.8, 41)
         sums = C.SubsetSums(C.aggregation_weights(n), 1 - taus)
         a_, b_ = C.beta_law_params(b, n[None, :])
-        fine, coarse = C._expected_rows(a_, b_, sums, False), C._expected_rows(a_, b_, sums, True)
+        fine, coarse = S._expected_rows(a_, b_, sums, False), S._expected_rows(a_, b_, sums, True)
         for L in range(0, 41, 8):
             lv = np.full(100, L)
             worst = max(worst, np.abs(fine(lv) - coarse(lv)).max())
@@ -143,7 +143,7 @@ def test_coarse_search_nodes_error_well_below_margin(K):
 
 
 def test_largest_feasible_tau_bad_input():
-    from pfwcp_nb.coverage import largest_feasible_tau
+    from pfwcp_nb.tau_search import largest_feasible_tau
     with pytest.raises(ValueError, match="margin"):
         largest_feasible_tau(np.full((2, 3), 0.1), [10, 10, 10], [0.1, 0.2], 0.9, margin=0.0)
     with pytest.raises(ValueError, match="increasing"):
@@ -155,8 +155,9 @@ def test_largest_feasible_tau_bad_input():
 # --- the certified one-shot search against the search of commit 5c99045 (frozen below, verbatim) ---
 
 def _search_5c99045(beta, n_eff, tau, target, *, weights=None, chunk_rows=64, margin=2e-4):
-    "`largest_feasible_tau` of commit 5c99045, MC criterion (its helpers are unchanged in pfwcp_nb.coverage)."
-    from pfwcp_nb.coverage import (SubsetSums, _agg_weights, _bisect_rows, _expected_rows)
+    "`largest_feasible_tau` of commit 5c99045, MC criterion (its helpers are unchanged in pfwcp_nb.tau_search)."
+    from pfwcp_nb.coverage import SubsetSums, _agg_weights
+    from pfwcp_nb.tau_search import _bisect_rows, _expected_rows
     n, b, t = np.asarray(n_eff, float), np.asarray(beta, float), np.asarray(tau, float)
     sums = SubsetSums(_agg_weights(weights, n), 1.0 - t)
     R, T = b.shape[0], t.size
@@ -195,7 +196,7 @@ def _levels(rng, R, K, kind):
 
 
 def _assert_same_search(beta, n_eff, taus, target, **kw):
-    from pfwcp_nb.coverage import largest_feasible_tau
+    from pfwcp_nb.tau_search import largest_feasible_tau
     i_old, v_old, ok_old = _search_5c99045(beta, n_eff, taus, target, **kw)      # 5c99045 called them `weights`
     kw = {("agg_weights" if k == "weights" else k): v for k, v in kw.items()}
     i_new, v_new, ok_new = largest_feasible_tau(beta, n_eff, taus, target, **kw)
@@ -237,7 +238,8 @@ def test_certified_search_paper_like_and_infeasible_rows(gaussian_oracle):
 
 def test_certified_search_ties_at_the_target_fall_back():
     "A target equal to the reference objective at some tau (the hardest case) still gives the reference's answer."
-    from pfwcp_nb.coverage import SubsetSums, _expected_rows, aggregation_weights
+    from pfwcp_nb.coverage import SubsetSums, aggregation_weights
+    from pfwcp_nb.tau_search import _expected_rows
     rng = np.random.default_rng(9)
     K, taus = 5, np.linspace(0, 0.8, 21)
     n_eff = rng.uniform(5, 80, K)
@@ -255,7 +257,7 @@ def test_certified_search_ties_at_the_target_fall_back():
 def test_certified_beta_cdf_bound_holds(seed):
     "The series CDF is within its certified bound of scipy's betainc, tails and singular densities included."
     from scipy import special
-    from pfwcp_nb.coverage import _beta_cdf_certified
+    from pfwcp_nb.tau_search import _beta_cdf_certified
     rng = np.random.default_rng(seed)
     R, K = 6, 5
     a_, b_ = beta_law_params(rng.uniform(1e-4, 0.95, (R, K)), 10.0 ** rng.uniform(-0.5, 3, (R, K)))

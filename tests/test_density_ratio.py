@@ -235,7 +235,7 @@ def test_weight_functions_pickle(fitted):
 # ---------------------------------------------------------------- calibrated hyperparameters (hparams="calibrated")
 # The float32 kernels of torch differ between CPUs (vector width, MKL code path): emulating another CPU here with
 # ATEN_CPU_CAPABILITY=default or MKL_CBWR=COMPATIBLE moves these outputs by up to 3.6e-7 (absolute) / 7.6e-6
-# (relative, near-zero log-ratios), another machine of the same kind by 3e-8 (issue 22). A real change of the
+# (relative, near-zero log-ratios), another machine of the same kind by 3e-8 (`studies/training_variability/`). A real change of the
 # training (another seed, another initialisation) moves them by 1e-2 or more. So: equal within REF_RTOL / REF_ATOL.
 REF_RTOL, REF_ATOL = 1e-4, 1e-5
 

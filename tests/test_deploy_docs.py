@@ -1,4 +1,4 @@
-"The multi-machine deployment notes (docs/deploy.md, section 'Deploying across machines', from nbs/docs_deploy.ipynb) and scripts/flower_deploy.sh use only flags that the installed Flower commands have (`--help`), and say what issue 18 asks."
+"The multi-machine deployment notes (docs/deploy.md, section 'Deploying across machines', from nbs/docs_deploy.ipynb) and scripts/flower_deploy.sh use only flags that the installed Flower commands have (`--help`), and cover what a deployment facing a network needs (the SuperLink on loopback behind the Fleet proxy, certificates, node keys, the Control API, the agents' policy)."
 import os
 import importlib
 import re

@@ -1,4 +1,4 @@
-"studies/deploy_speed (issue 31): the README's table is what run.py prints from the stored runs; every stored run of the deployment agreed with the in-process pipeline and no agent failed a message; bad arguments exit 2."
+"studies/deploy_speed: the README's table is what run.py prints from the stored runs; every stored run of the deployment agreed with the in-process pipeline and no agent failed a message; bad arguments exit 2."
 import json
 import subprocess
 import sys

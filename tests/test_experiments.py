@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pfwcp_nb import grid as grid_mod, metrics, models, pipeline, report, runner
+from pfwcp_nb import grid as grid_mod, metrics, models, pipeline, report, report_figures, runner
 from pfwcp_nb.backends import Execution
 from pfwcp_nb import cache as cache_mod
 from pfwcp_nb.cache import CACHE_SCHEMA, ResultCache, RunConfig, _stable_hash, load_cell
@@ -325,14 +325,14 @@ def test_write_outputs_removes_only_its_own_stale_figures(gaussian_run, tmp_path
     kept = ["figure1_star.png", "boxplots_notes.txt", "my_boxplots.png", "coverage_efficiency_mc_severe.pdf"]
     for name in stale + kept:
         (figs / name).write_text("an earlier run")
-    paths = report.write_outputs(gaussian_run, tmp_path)
+    paths = report_figures.write_outputs(gaussian_run, tmp_path)
     made = {"boxplots_gaussian_mc_severe.png", "boxplots_gaussian_ccc_severe.png",
             "coverage_efficiency_mc_severe.png", "coverage_efficiency_ccc_severe.png"}
     assert {p.name for p in paths if p.parent == figs} == made
     assert {f.name for f in figs.iterdir()} == made | set(kept)
     # without figures the folder is left alone
     (figs / stale[0]).write_text("an earlier run")
-    report.write_outputs(gaussian_run, tmp_path, figures=False)
+    report_figures.write_outputs(gaussian_run, tmp_path, figures=False)
     assert (figs / stale[0]).is_file()
 
 # ---------------------------------------------------------------- localizer samples per pool point

@@ -353,7 +353,7 @@ def test_written_app_project_is_the_one_flwr_run_reads(tmp_path):
     assert "write_app_project" in script and "pfwcp_nb.federation.deploy:server_app" not in script   # (its foreign app is not ours)
 
 
-# ---------------------------------------------------------------- issue 18: the two bugs, options checked first
+# ---------------------------------------------------------------- the first deployment's two bugs, options checked first
 @pytest.mark.parametrize("run", [
     dict(method="pfwcp", select="finite-first"),
     dict(method="pfwcp", delta=0.1, select="fewest-infinite"),
@@ -394,7 +394,7 @@ def test_every_option_is_checked_before_flower_starts(monkeypatch, run, match):
         simulate_many(**{**GOOD, "runs": [run]})
 
 
-# ---------------------------------------------------------------- issue 18: the server checks every message
+# ---------------------------------------------------------------- the server checks every message
 def _tamper_json(node_hit, change):
     "A malicious client: node `node_hit` rewrites the JSON of its replies with `change(dict or text)`."
     def tamper(node, rep):
@@ -436,7 +436,7 @@ BAD_REPLIES = [   # (which agent lies, the change to its reply's JSON, a method,
     (1, _only("OneShotMessage", lambda d: {**d, "quantile": "inf"}), "ospfwcp", "field `quantile`=inf"),
     (2, _only("OneShotMessage", lambda d: {**d, "beta_breve": 0.5}), "ospfwcp", "field `beta_breve`=0.5"),
     (1, _only("OneShotMessage", lambda d: {**d, "scores": [1.0, 2.0]}), "ospfwcp", "fields"),
-    # red team (after issue 18): a malicious agent setting the thresholds, and JSON that was not strict enough
+    # red team (after the server's checks): a malicious agent setting the thresholds, and JSON that was not strict enough
     (1, _only("AgentMessage", lambda d: {**d, "quantiles": [-1e300] * 7}), "pfwcp",
      "field `quantiles` holds -1e+300, outside the protocol's score range [0.0, inf]"),
     (2, _only("OneShotMessage", lambda d: {**d, "quantile": -1e300, "weight_above": 0.0}), "ospfwcp",

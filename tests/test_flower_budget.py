@@ -1,4 +1,4 @@
-"""The agents' query budgets fail closed (issue 30 item 4): a corrupt state file (a NaN or negative count, a level out of
+"""The agents' query budgets fail closed: a corrupt state file (a NaN or negative count, a level out of
 range, text that is not JSON) refuses every request with a ValueError naming the file; the budget is checked before the
 request's test weights are."""
 import json

@@ -1,4 +1,4 @@
-"""The deployed calibration goes on without a bad agent (issue 30 item 3): an agent that is offline, refuses, fails or
+"""The deployed calibration goes on without a bad agent: an agent that is offline, refuses, fails or
 answers invalidly is logged and left out, Procedure 1 runs again over those that answered, every completed run is
 written at once, and an offline agent is reported as offline (not as "a reply from node 1, which was not asked")."""
 import json
@@ -155,7 +155,7 @@ def test_deployed_main_writes_the_runs_and_the_log(task_identity, tmp_path):
 
 
 def test_plus_inf_must_agree_with_the_declared_weight_total(task_identity):
-    # issue 30 item 2: agent 1 answers +inf at every test point; its own summary's W says most are scores: refused
+    # a liar (studies/redteam/attack_one_liar.py): agent 1 answers +inf at every test point; its own summary's W says most are scores: refused
     scores, weights, tw = federation()
     lie = lambda node, d: {**d, "quantiles": ["inf"] * len(d["quantiles"])} if node == 8 and d["type"] == "AgentMessage" else d
     out, events = calibrate(FleetGrid(app_for(scores, weights), tamper=lie), tw)
@@ -228,7 +228,7 @@ class ReplayGrid(FleetGrid):
 
 
 def test_a_replayed_reply_is_refused_and_its_agent_left_out(task_identity):
-    # issue 30: messages carried no run id or nonce, so an earlier reply with the same beta and m could be replayed
+    # before: messages carried no run id or nonce, so an earlier reply with the same beta and m could be replayed
     scores, weights, tw = federation()
     out, events = calibrate(ReplayGrid(app_for(scores, weights), node=8), tw)
     replayed = [e for e in events if "agent 1 (node 8)" in e and "a replayed or misdirected reply is refused" in e]
@@ -246,7 +246,7 @@ def test_a_request_of_another_run_is_refused_by_the_agent(task_identity):
 
 
 def test_the_budget_is_per_run_two_honest_runs_pass_and_the_total_cap_holds(task_identity):
-    # issue 30: one honest run spent both default one-shot answers and every later run was refused
+    # before: one honest run spent both default one-shot answers and every later run was refused
     scores, weights, tw = federation()
     pols = [QueryPolicy(test_agent=(k == 0), max_oneshot=2, max_test_weights=2 * len(tw), max_runs=2) for k in range(3)]
     for run in (1, 2):                                              # two Flower runs: each its own allowance
@@ -260,7 +260,7 @@ def test_the_budget_is_per_run_two_honest_runs_pass_and_the_total_cap_holds(task
 
 
 def test_a_run_names_its_score_range_and_an_unbounded_one_is_logged(task_identity, caplog):
-    # issue 30: the default (0, inf) let a liar send 1e300; a run now names its range (score_range_for), finite or not
+    # before: the default (0, inf) let a liar send 1e300; a run now names its range (score_range_for), finite or not
     scores, weights, tw = federation()
     grid = FleetGrid(app_for(scores, weights))
     with pytest.raises(ValueError, match="give its `score_range`"):

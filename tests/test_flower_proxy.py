@@ -17,7 +17,7 @@ from pfwcp_nb.federation import network
 from pfwcp_nb.federation.protocol import MAX_JSON_CHARS
 from pfwcp_nb.federation.network import FLEET_ROUTES, MAX_FLEET_BODY, MAX_PER_KEY, NODE_AUTH_HEADERS, fleet_proxy_app
 
-FAKE = dict.fromkeys(NODE_AUTH_HEADERS, "x")   # present, made up: the issue's attack (refused since issue 30)
+FAKE = dict.fromkeys(NODE_AUTH_HEADERS, "x")   # present, made up: the attack of studies/redteam/attack_fake_uploads.py (refused)
 
 
 def counted_body(read: list):
@@ -111,7 +111,7 @@ def test_proxy_options_are_checked():
 
 
 def test_fake_or_foreign_signatures_are_refused_before_the_body_is_read(upstream, node_auth, tmp_path):
-    # issue 30: any values in the three headers passed, and 24 uploads of 16 MiB took the proxy to 1,540 MiB
+    # before: any values in the three headers passed, and 24 uploads of 16 MiB took the proxy to 1,540 MiB
     seen, _ = upstream
     read = []
     body = lambda: counted_body(read)

@@ -1,4 +1,4 @@
-"""The Fleet-only proxy against a stranger who would starve it (issue 30 item 1): 40 idle connections with unfinished
+"""The Fleet-only proxy against a stranger who would starve it: 40 idle connections with unfinished
 request heads, held open, do not stop an honest request; such connections are closed after `header_timeout`; a slow body
 gets 408, a trickled one too (red team 2); above `max_per_client` connections of one address its oldest head-less one is
 closed (red team 2); requests in flight are bounded, in all and per SuperNode key (red team 2)."""
@@ -207,7 +207,7 @@ def test_requests_in_flight_are_bounded(proxy, node_auth):
 
 
 def test_a_16_mib_upload_with_fake_headers_is_refused_from_its_head_and_closed(proxy):
-    # issue 30: made-up node-auth values passed and the body was read; now 401 before a byte of it, connection closed
+    # before: made-up node-auth values passed and the body was read; now 401 before a byte of it, connection closed
     port = proxy()
     s = socket.create_connection(("127.0.0.1", port))
     try:

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from pfwcp_nb.coverage import (LatticeTail, SubsetSums, tail_bounds, coverage_bounds, coverage_objective,
-                               feasibility_bounds, largest_feasible_tau, wqb_cdf, MAX_EXACT_K, beta_law_params,
-                               _lattice_rows)
+                               feasibility_bounds, wqb_cdf, MAX_EXACT_K, beta_law_params, _lattice_rows)
+from pfwcp_nb.tau_search import largest_feasible_tau
 from pfwcp_nb.procedure import select_quantiles, paper_grid, FEAS_TOL
 
 

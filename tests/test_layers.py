@@ -1,4 +1,4 @@
-"""Layers you can see (issue 29 item 2): every module of the package belongs to one layer, and a module imports only
+"""Layers you can see: every module of the package belongs to one layer, and a module imports only
 from its own layer or the layers it may use. The method layer loads neither torch nor engression (checked in a fresh
 interpreter): `import pfwcp_nb; pfwcp_nb.split_conformal` gives split CP without them.
 
@@ -20,13 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "pfwcp_nb"
 
 LAYERS = {   # the layer map: layer -> its modules (dotted under the package; "federation.*": the subpackage)
-    "method": {"_validate", "argtypes", "quantiles", "coverage", "procedure", "scores", "pfwcp", "evidence", "trust",
+    "method": {"_validate", "argtypes", "quantiles", "coverage", "tau_search", "procedure", "scores", "pfwcp", "evidence", "trust",
                "oneshot", "query_policy", "value", "methods", "mondrian"},
     "data": {"columns", "data", "fetch"},
     "models": {"federated", "models", "score_models", "density_ratio", "ratio_diagnostics", "ratio_features",
                "ratio_validation", "ratio_fit", "ratio_fwcp", "ratio_selection", "ratio_evidence", "privacy", "conformal",
                "localizer"},
-    "experiments": {"baselines", "pipeline", "metrics", "report", "cache", "diagnostics", "grid", "backends", "runner", "reproduce",
+    "experiments": {"baselines", "pipeline", "metrics", "report", "report_figures", "cache", "diagnostics", "grid", "backends", "runner", "reproduce",
                     "demo"},
     "federation": {"federation.*"},
 }

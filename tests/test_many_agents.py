@@ -1,4 +1,4 @@
-"Many agents (issue 20): thresholds in blocks of test points, and osPFWCP above MAX_EXACT_K without Monte Carlo."
+"Many agents: thresholds in blocks of test points, and osPFWCP above MAX_EXACT_K without Monte Carlo."
 import tracemalloc
 import warnings
 import numpy as np

@@ -1,4 +1,4 @@
-"Issue 28: Procedure 1's memo never serves one engine's (or one seed's) table to another, and a choice's label says how it was computed."
+"Procedure 1's memo never serves one engine's (or one seed's) table to another, and a choice's label says how it was computed."
 import warnings
 import numpy as np
 import pytest
@@ -31,7 +31,7 @@ def _same_choice(a, b):
 
 
 @pytest.mark.slow
-def test_issue28_reproduction_k101(fresh_memo):
+def test_plain_after_monte_carlo_k101(fresh_memo):
     "K = 101, CCC: a plain PFWCP after the Monte Carlo one returns the certified cell of a fresh process, labelled as such."
     agents = _agents()
     with warnings.catch_warnings():

@@ -98,7 +98,7 @@ def test_bad_input_other_functions():
         quantile_of_quantiles([1.0, 2.0], [1, 1, 1], alpha=0.5)
 
 
-# ---------------------------------------------------------------- all calibration weights zero (issue 10)
+# ---------------------------------------------------------------- all calibration weights zero
 
 @settings(max_examples=100, deadline=None)
 @given(v=arrays(np.float64, st.integers(1, 20), elements=st.floats(-1e3, 1e3)),

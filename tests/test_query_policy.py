@@ -1,4 +1,4 @@
-"The agent's query policy (`pfwcp_nb.query_policy`): a curious or malicious server's requests outside the policy are refused before anything is computed, budgets hold across restarts, and the score-recovery attack of issue 18 is bounded."
+"The agent's query policy (`pfwcp_nb.query_policy`): a curious or malicious server's requests outside the policy are refused before anything is computed, budgets hold across restarts, and the score-recovery attack is bounded."
 import json
 import multiprocessing as mp
 
@@ -108,7 +108,7 @@ def test_bad_policy_arguments(kw, match):
 
 @pytest.mark.parametrize("seed", range(10))
 def test_score_recovery_attack(seed):
-    # issue 18's attack: one crafted request per level, sweeping the test weight, recovers every score of an agent
+    # the score-recovery attack: one crafted request per level, sweeping the test weight, recovers every score of an agent
     # that answers everything; under the default policy only scores at or above its weighted (1 - 1/4)-quantile,
     # and the test agent (weights 1, test weight 1 only) gives at most one score per grid level
     s, w = agent(seed)

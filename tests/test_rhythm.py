@@ -1,4 +1,4 @@
-"""The nbdev rhythm (issue 29 item 3): one idea per exported cell, then its check; a cell over 40 lines says why.
+"""The nbdev rhythm: one idea per exported cell, then its check; a cell over 40 lines says why.
 
 `tools/cells_per_idea.py` measures it. The notebooks in `RHYTHM` have been brought to it and must stay there; a
 notebook joins the list when its exported cells are one idea each, at least 65 % of them are followed by a check, no
@@ -16,11 +16,11 @@ _spec = importlib.util.spec_from_file_location("cells_per_idea", ROOT / "tools" 
 cpi = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cpi)
 
-RHYTHM = ("00_validate", "00a_quantiles", "01_coverage", "02_procedure", "02a_scores", "02b_pfwcp", "02c_evidence",
+RHYTHM = ("00_validate", "00a_quantiles", "01_coverage", "01a_tau_search", "02_procedure", "02a_scores", "02b_pfwcp", "02c_evidence",
           "02c_trust", "03_oneshot", "03b_query_policy", "03c_value", "03d_methods", "03e_mondrian", "04_columns", "04_data",
           "04b_fetch", "05c_score_models", "06_density_ratio", "06a_ratio_diagnostics", "06b_ratio_features",
           "06c_ratio_validation", "06d_ratio_fit", "06e_ratio_fwcp", "06f_ratio_selection", "06h_conformal",
-          "07b_baselines", "08a_metrics", "08b_argtypes", "08c_pipeline", "08d_report", "08e_cache", "08e_diagnostics", "08f_runner",
+          "07b_baselines", "08a_metrics", "08b_argtypes", "08c_pipeline", "08d_report", "08d_report_figures", "08e_cache", "08e_diagnostics", "08f_runner",
           "09_demo", "10_federation_protocol", "10a_federation_plan", "10b_federation_agreement",
           "10c_federation_agent", "10d_federation_server", "10h_federation_network", "10i_federation_resident",
           "10f_federation_supernode")

@@ -1,4 +1,4 @@
-"studies/robust_cap (issue 30 item 2): the README's table is the one run.py prints from the stored summary; bad arguments exit 2."
+"studies/robust_cap: the README's table is the one run.py prints from the stored summary; bad arguments exit 2."
 import subprocess
 import sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The nbdev rhythm of the notebooks: one idea per exported cell, then its check (issues 21 item 8, 29 item 3).
+"""The nbdev rhythm of the notebooks: one idea per exported cell, then its check.
 
     python tools/cells_per_idea.py [NB ...] [--list] [--per-notebook]
 

@@ -52,7 +52,7 @@ def child_import(module: str) -> dict:
 
 def imports(a) -> dict:
     # subprocess isolation: every message starts flwr-clientapp, which imports the app's ClientApp module
-    # (pfwcp_nb.federation.deploy; before the federation split of issue 29: pfwcp_nb.flower_pipeline, with Ray);
+    # (pfwcp_nb.federation.deploy; before the package split the federation by party: pfwcp_nb.flower_pipeline, with Ray);
     # resident agents import pfwcp_nb.federation.resident once per agent process
     out = {m: [child_import(m) for _ in range(a.repeat)] for m in
            ("pfwcp_nb.federation.deploy", "pfwcp_nb.federation.resident", "flwr.simulation")}
@@ -222,7 +222,7 @@ def summary() -> str:
                    f"{s_['per_round']:.2f} s | {s_['server']['calibration'] / 4:.2f} s | {r['agents']['all_cpu']['median']:.2f} s | "
                    f"{r['thresholds_max_abs_diff']:.2g} / {r['tolerance']:.2g} | {r['coverage']['deployment']:.3f} / "
                    f"{r['coverage']['in_process']:.3f} / {sim(r):.3f} |")
-    out.append(f"| before (issue 31 filed): 600 rounds of E10 at K = 11, a process per message | {today_h:.1f} h "
+    out.append(f"| before resident agents: 600 rounds of E10 at K = 11, a process per message | {today_h:.1f} h "
                f"(extrapolated from {today['rounds']} rounds) | 1 h | {d['server']['training'] / today['rounds']:.1f} s | "
                f"{d['server']['calibration'] / 4:.1f} s | the import alone: {min(today['import_seconds']):.1f} s or more | | |")
     return "\n".join(out) + "\n"

@@ -1,4 +1,4 @@
-"""Per-agent diagnosis of PFWCP's estimated-weight misses (issue 17 item 1), public API only.
+"""Per-agent diagnosis of PFWCP's estimated-weight misses, public API only.
 
 For each (dataset, heterogeneity) cell and each agent k >= 2, on `--n-sims` calibration draws of the runner's own
 streams (`pipeline.sample_draw`):
@@ -111,7 +111,7 @@ MISSES = {"mc": {("concrete", h) for h in ("severe", "moderate", "mild")},
           "ccc": {("protein", "severe"), ("concrete", "severe"), ("cifar10c", "severe"), ("airfoil", "moderate"),
                   ("protein", "moderate"), ("concrete", "moderate"), ("crime", "moderate"), ("star", "moderate"),
                   ("cifar10c", "moderate"), ("concrete", "mild"), ("crime", "mild"), ("star", "mild"),
-                  ("cifar10c", "mild")}}   # issue 17: PFWCP's estimated-weight misses at 500 x 500
+                  ("cifar10c", "mild")}}   # PFWCP's estimated-weight misses at 500 x 500
 
 
 def summarize(agents: pd.DataFrame, results_root: Path) -> pd.DataFrame:

@@ -1,10 +1,10 @@
-"""Issue 17: PFWCP's recommended configuration on federations built outside the nine datasets (the issue asks that its
-targets "hold on federations we did not build too"). Three federations of K = 8 agents in d = 3 with known density
+"""PFWCP's recommended configuration (`studies/recommended/`) on federations built outside the nine datasets: do its
+targets hold on federations we did not build too? Three federations of K = 8 agents in d = 3 with known density
 ratios, each agent holding 50 calibration points, none of them a simulator of this package:
 
 - `mean-shift`: agent k's covariates N(mu_k, I), mu_1 = 0, mu_k ~ N(0, 0.6^2 I); Y = sin(2 x_1) + x_2 x_3 + N(0, 0.5^2).
 - `noise-aligned`: the same covariates; the noise s.d. 0.15 + 0.85 (1 - exp(-|x|^2 / 6)) is low where the test agent's
-  points (and so the large test weights) are, the variant where the issue's scaled ratios broke PFWCP.
+  points (and so the large test weights) are, the variant where scaled ratios were seen to break PFWCP.
 - `scale-tilt`: agent k's covariates N(0, s_k^2 I), s_k in [0.7, 1.5] (the test agent s = 1); heteroscedastic noise
   0.2 + 0.5 |x_1|; the log-ratio is quadratic, not linear, in x.
 
@@ -128,7 +128,7 @@ def run(kind: str, n_draws: int, seed: int) -> pd.DataFrame:
 
 
 def table(res: pd.DataFrame) -> str:
-    """Markdown: per federation and weights, PFWCP paper / recommended: MC, CCC (✗: the issue's target missed), infinite
+    """Markdown: per federation and weights, PFWCP paper / recommended: MC, CCC (✗: the target of studies/recommended/ missed), infinite
     share and finite width of the CCC sets; local CP and osPFWCP-CCC for scale."""
     f = lambda v: f"{100 * v:.1f}"
     g = {(r.federation, r.weights, r.guarantee, r.method): r for r in res.itertuples()}

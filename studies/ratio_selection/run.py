@@ -1,4 +1,4 @@
-"""Ratio models chosen by data against the paper's (issue 17 item 2): per (dataset, heterogeneity), the paper's
+"""Ratio models chosen by data against the paper's: per (dataset, heterogeneity), the paper's
 pairwise classifiers and `ratio_selection.fit_selected_ratios` on the same training split (seed 0, the runner's), both
 against the oracle ratios on fresh calibration samples: per agent the n_eff ratio, Spearman and centred log-ratio RMSE
 (`density_ratio.ratio_quality`), median over `--draws` calibration samples of 100 points per agent.

@@ -1,4 +1,4 @@
-"""Summary of `studies/ratio_selection/run.py` and of the PFWCP runs with `--ratio-model select` (issue 17 item 2).
+"""Summary of `studies/ratio_selection/run.py` and of the PFWCP runs with `--ratio-model select`.
 
 Writes OUT/summary.md (and its tables as OUT/cells.csv, OUT/overall.csv, OUT/pfwcp.csv): per (dataset, heterogeneity) the chosen candidate, the median over agents and draws of the
 n_eff ratio, Spearman and log-ratio RMSE against the oracle for the paper's and the selected ratio models, and, where

@@ -1,4 +1,4 @@
-"""Issue 17 item 3: which band factor `trust.choose_gamma` picks per draw (PFWCP-CCC, select finite-first, estimated
+"""Which band factor `trust.choose_gamma` picks per draw (PFWCP-CCC, select finite-first, estimated
 weights) and the leave-one-out counts behind it, on the first draws of the pipeline.
 
     python studies/recommended/gamma_chosen.py --cache CACHE --draws 30 --out results/recommended_summary/gamma_chosen.csv severe:concrete mild:gaussian ...

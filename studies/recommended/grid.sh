@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17 item 7: PFWCP's recommended configuration (--select finite-first --gamma auto) beside the paper's
+# PFWCP's recommended configuration (--select finite-first --gamma auto) beside the paper's
 # configuration, on the same models and the same 500 x 500 calibration draws, MC and CCC, estimated and oracle weights,
 # at one heterogeneity level, all nine datasets. Four runs per level, each resumable (rerun the same command):
 #   results/recommended_LEVEL/          recommended, CCC, estimated weights

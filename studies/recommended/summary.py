@@ -1,4 +1,4 @@
-"""Issue 17 items 4 and 7: PFWCP's recommended configuration (`--select finite-first --gamma auto`) next to the
+"""PFWCP's recommended configuration (`--select finite-first --gamma auto`) next to the
 paper's configuration on the same calibration draws, and the test agent's trust check against the per-draw coverage.
 
     python studies/recommended/summary.py --cache CACHE --out results/recommended_summary
@@ -9,9 +9,9 @@ mc_paper/ (MC, recommended and paper configuration, estimated and oracle) where 
 (the paper's 500-draw grid, for osPFWCP). The per-draw flags come from the check cells of CACHE. At the severe level
 the between-training s.d. of PFWCP's cells (results/training_variability/variability.csv for the paper's configuration,
 variability_recommended.csv for the recommended one: severe, 200 x 300, five trainings) is added to the Monte Carlo
-s.e. in the `*_ok_train` verdicts (issue 22). Writes `table.csv`
-(one row per dataset-level), `counts.md` (the issue's counts per level) and `check_flags.csv`.
-Targets (issue 17): PFWCP MC >= 90 % - 2 s.e., CCC >= 90 % - 1 s.e.; CCC infinite share <= 10 % (moderate, mild) /
+s.e. in the `*_ok_train` verdicts (`studies/training_variability/`). Writes `table.csv`
+(one row per dataset-level), `counts.md` (the counts per level against the targets below) and `check_flags.csv`.
+Targets: PFWCP MC >= 90 % - 2 s.e., CCC >= 90 % - 1 s.e.; CCC infinite share <= 10 % (moderate, mild) /
 <= half the paper rule's (severe); mean finite width within 15 % of the oracle-weight PFWCP's on the same draws."""
 import argparse
 from pathlib import Path

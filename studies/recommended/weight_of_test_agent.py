@@ -1,4 +1,4 @@
-"""Issue 17 item 6: the test agent's aggregation weight w_1 = n_eff^1 / sum_k n_eff^k per dataset and level (the
+"""The test agent's aggregation weight w_1 = n_eff^1 / sum_k n_eff^k per dataset and level (the
 quantity `trust.recommend` reads), on the first draws of the paper's pipeline, next to the paper grid's CP and PFWCP
 finite widths (results/<level>/results.csv).
 

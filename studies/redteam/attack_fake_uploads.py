@@ -1,11 +1,11 @@
-"""Concurrent 16 MiB uploads through the Fleet-only proxy, with made-up or unregistered SuperNode headers (issue 30 item 1).
+"""Concurrent 16 MiB uploads through the Fleet-only proxy, with made-up or unregistered SuperNode headers.
 
 usage: python studies/redteam/attack_fake_uploads.py [--uploads 24] [--mib 16] [--out results/flower_pipeline/fake_uploads.json]
 
 The proxy (`network.fleet_proxy_server`, plain HTTP on loopback, the registered key given as `authorized_keys`) runs in
 its own process in front of a sink that reads and discards what it gets (the SuperLink's place). For each case, N
 connections at once send a request head with `Content-Length` = MIB MiB and then the body in 64 KiB pieces:
-  fake          the issue's attack: the three node-auth headers with made-up values
+  fake          the first red team's attack: the three node-auth headers with made-up values
   unregistered  a valid flwr 1.42 signature by a key pair of the attacker's own (not registered)
   registered    a valid signature by the registered key (admitted: streamed to the sink; bodies above max_body are
                 refused, so MIB must stay at most 16)

@@ -1,4 +1,4 @@
-"""A local unprivileged process on an agent's machine, without the secret file, against a live deployment (issue 31's resident agents).
+"""A local unprivileged process on an agent's machine, without the secret file, against a live deployment (the resident agents of notebook `10i_federation_resident`).
 
 usage: python studies/redteam/attack_local_runtime.py DIR [--agent agent_0] [--as-user 65534]
 

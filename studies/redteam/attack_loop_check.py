@@ -1,4 +1,4 @@
-"""Does `supernode.check_loop` refuse every flwr SuperNode loop whose waits SuperNodeClock would get wrong (issue 31's launcher)?
+"""Does `supernode.check_loop` refuse every flwr SuperNode loop whose waits SuperNodeClock would get wrong (the launcher of `scripts/flower_deploy.sh`)?
 
 usage: python studies/redteam/attack_loop_check.py
 

@@ -1,4 +1,4 @@
-"""f liars of K agents against PFWCP and osPFWCP, in process, through the server's checks (issue 30 item 2; the deployed defaults: outside red team).
+"""f liars of K agents against PFWCP and osPFWCP, in process, through the server's checks (the deployed defaults: outside red team).
 
 usage: python studies/redteam/attack_one_liar.py [--seeds 20] [--liars 1] [--K 11] [--out results/flower_pipeline/one_liar.json]
        python studies/redteam/attack_one_liar.py --table FILE [FILE ...]     # the deployed defaults' table of stored runs

@@ -1,4 +1,4 @@
-"""Packed messages (issue 31) that cannot be unpacked: a malicious peer agent's reply to the ServerApp, a malicious server's request to a resident agent.
+"""Packed messages that cannot be unpacked: a malicious peer agent's reply to the ServerApp, a malicious server's request to a resident agent.
 
 usage: python studies/redteam/attack_packed_reply.py [--case deep-index|empty-blob|huge-header|bad-sum|all]
 

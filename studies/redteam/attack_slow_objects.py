@@ -1,4 +1,4 @@
-"""A malicious peer agent that pushes its reply's objects slowly: does the ServerApp's round timeout hold, and do the quick object retries (issue 31) become a request flood?
+"""A malicious peer agent that pushes its reply's objects slowly: does the ServerApp's round timeout hold, and do the quick object retries become a request flood?
 
 usage: python studies/redteam/attack_slow_objects.py [--objects 60] [--gap 150] [--round-timeout 300]
 

@@ -1,4 +1,4 @@
-"""Issue 30 item 2: what the robust option `agg_cap` (an agent's n_eff counted at most cap x the others' median) costs in
+"""What the robust option `agg_cap` (an agent's n_eff counted at most cap x the others' median) costs in
 width on the nine datasets, with no liar.
 
 For each dataset (severe heterogeneity, n_1 = 100, the stored grids' models of studies/value, seed 0, estimated

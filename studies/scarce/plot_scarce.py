@@ -1,4 +1,4 @@
-"""The scarce-local-data study (issue 13): coverage and size against the test agent's calibration size n_1.
+"""The scarce-local-data study: coverage and size against the test agent's calibration size n_1.
 
 Reads `results/scarce/results.csv` (rows of `pfwcp-experiments ... --n-cal-test N`, column `n_cal_test`) and writes
 `results/scarce/figures/scarce.png` (one column of panels per dataset × weights) and `results/scarce/crossover.md`:

@@ -1,4 +1,4 @@
-"""The scarce-local-data study with fewer agents (issue 13): K in {3, 6, 11} at n_1 = 20 on gaussian (severe).
+"""The scarce-local-data study with fewer agents: K in {3, 6, 11} at n_1 = 20 on gaussian (severe).
 
 The other agents keep n_k = 100 calibration and 50 training points. Writes `OUT/results.csv` (one row per K x
 method x guarantee, with a column `K`) and appends the command and wall time to `OUT/runs.jsonl`.

@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pfwcp_nb.data import BIKE_COVARIATES, DATASET_SPECS, DatasetSpec, make_federation, register_dataset
+from pfwcp_nb.columns import BIKE_COVARIATES
+from pfwcp_nb.data import DATASET_SPECS, DatasetSpec, make_federation, register_dataset
 from pfwcp_nb.methods import CalibrationDraw, run_method
 from pfwcp_nb.metrics import evaluate_thresholds
 from pfwcp_nb.models import DATASET_ARCH, PAPER_EPOCHS, draw_rng, stream_rng, training_seed, training_split

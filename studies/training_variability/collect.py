@@ -3,7 +3,7 @@ all_runs.csv (every training's rows), variability.csv (`reproduce.training_varia
 (`report.variability_table`), the paper comparisons of the stored grid counting the spread over trainings:
 compare_<mc|ccc>_severe_with_training.<csv|md> (`report.compare_with_paper(..., variability=)`), and summary.md
 (PFWCP per dataset; the comparisons whose verdict changes; machines/drift.csv when present), and, from the runs'
-recommended/ subfolders (PFWCP with --select finite-first --gamma auto on the same trainings and draws, issue 17),
+recommended/ subfolders (PFWCP with --select finite-first --gamma auto on the same trainings and draws, studies/recommended/),
 variability_recommended.csv and its section of summary.md; and the spread of every metric that the tables' verdicts
 read (`reproduce.training_spread`), to pfwcp_nb/training_spread.csv, which ships with the package.
 Usage: python studies/training_variability/collect.py OUT [--stored results/severe/results.csv] [--spread pfwcp_nb/training_spread.csv]"""
@@ -116,7 +116,7 @@ def recommended_summary(tv: pd.DataFrame, rec: pd.DataFrame) -> str:
         return ""
     f = lambda x: f"{100 * x:.2f}"
     t, r = tv.set_index(["dataset", "method", "guarantee"]), rec.set_index(["dataset", "method", "guarantee"])
-    lines = ["", "PFWCP in the recommended configuration (`--select finite-first --gamma auto`, issue 17) on the same "
+    lines = ["", "PFWCP in the recommended configuration (`--select finite-first --gamma auto`, `studies/recommended/`) on the same "
              "trainings and draws (`variability_recommended.csv`), next to the paper's configuration above. "
              "'≥ target in' counts the trainings whose estimate reaches 90 %; a verdict that holds in every training "
              "survives the training variability.", "",

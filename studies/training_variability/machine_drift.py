@@ -1,4 +1,4 @@
-"""How far trained models move between "machines" emulated on this one (issue 22): the same training (data, seed,
+"""How far trained models move between "machines" emulated on this one: the same training (data, seed,
 budget) in child processes whose torch/MKL code paths differ, in float32 (the stored grids) and float64 (opt-in,
 `fedavg_many(dtype=)`), against the yardstick of another training seed on the same machine.
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Training variability of the severe grid (issue 22): the same data, shift and calibration draws (--seed 0), five
+# Training variability of the severe grid: the same data, shift and calibration draws (--seed 0), five
 # trainings of every model (--model-seed 0 = the stored grid's models, 1-4 new), 200 calibration draws x 300 test
 # points, estimated weights, every method except the localized ones (FGLCP, osPFWGLCP: their draws cost 3/4 of the
 # draw time) and the one-shot MC cells. Two runs at a time (one worker each): first the synthetic datasets (5
-# trainings), then star and concrete, protein (the cells of the issue), then the other real datasets. JOBS (e.g.
+# trainings), then star and concrete, protein (the cells in question), then the other real datasets. JOBS (e.g.
 # "star,1 concrete,1 gaussian_poisson,4") runs those (DATASETS,MODEL_SEED) pairs instead, in that order; PAR: how
 # many at a time (default 2).
-# Every run also computes PFWCP in the recommended configuration (--select finite-first --gamma auto, issue 17) on the
+# Every run also computes PFWCP in the recommended configuration (--select finite-first --gamma auto, studies/recommended/) on the
 # same training and draws, into model_seed_M/recommended/. A run whose results.csv exists is not recomputed (SKIP_DONE=0
 # recomputes it), so a queue of already-trained seeds adds only the recommended cells.
 # Usage: bash studies/training_variability/run.sh [CACHE]   (PFWCP_DATA_DIR must point at the data;

@@ -307,7 +307,7 @@ def scarce_table(s):
 
 
 def targets_table(s):
-    "Issue 27's targets, the preset's measured value next to today's recommended configuration (PFWCP-rec)."
+    "The targets of studies/value/, the preset's measured value next to today's recommended configuration (PFWCP-rec)."
     est = s[s.weights == "estimated"]
     pre, rec = est[est.method == "Preset"], est[est.method == "PFWCP-rec"]
     h = lambda d: d[(d.n1 == 100) & (d.guarantee == "ccc")]

@@ -1,4 +1,4 @@
-"""The second red team's attack scripts on issue 31 (studies/redteam/README.md, "Red team 2"): each answers --help; the
+"""The second red team's attack scripts (studies/redteam/README.md, "Red team 2": resident agents, packed messages): each answers --help; the
 in-process ones run, and the verdict each gives is asserted. Scripts that found a hole are marked xfail(strict=True):
 once the hole is fixed they pass, the strict xfail fails, and the marker must go."""
 import os
