@@ -149,7 +149,8 @@ def test_an_agent_refuses_plans_weaker_than_agreed(change, why):
     plans = {p.name: p.to_dict() for p in plan_tasks(ag.pred, ag.rat, 3, 10, 10, None)}
     plans["ratios"] = change(plans["ratios"])
     f = {"task": "regression", "y_mean": 0.0, "y_std": 1.0, "d": 10, "eps": ag.rat["eps"], "plans": plans,
-         "predictor": None, "ratios": None}
+         "predictor": None, "ratios": None,
+         "ratio_std": {"mean": [0.0] * 10, "sd": [1.0] * 10} if ag.rat["standardize"] else None}
     msg = {"type": "Request", "stage": "features", "features": f}
     ctx = Context(run_id=1, node_id=1, node_config={"partition-id": 0}, state=RecordDict(), run_config={})
     with pytest.raises(QueryRefused, match="differs from the agreed one"):
