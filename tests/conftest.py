@@ -164,6 +164,39 @@ def grid_run(datasets=("gaussian", "poisson"), methods=None, guarantees=("mc", "
 
 
 @pytest.fixture
+def start_proxy(monkeypatch):
+    """Fleet-only proxies in threads on loopback in front of a fake SuperLink (every call: 200 "ok"): `start(**options)`
+    starts one with `network.fleet_proxy_server`'s options (limits, certfile/keyfile) and returns its port; all stop at
+    teardown (the proxy tests)."""
+    import socket
+    import threading
+    import time
+    import httpx
+    from pfwcp_nb.federation import network        # the flower extra: only tests that ask for it need it
+    real = httpx.AsyncClient
+    monkeypatch.setattr(network.httpx, "AsyncClient", lambda base_url, **kw: real(
+        base_url=base_url, transport=httpx.MockTransport(lambda r: httpx.Response(200, content=b"ok"))))
+    servers = []
+
+    def start(**options):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+        server = network.fleet_proxy_server("https://127.0.0.1:9", port, **options)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        for _ in range(200):
+            if server.started: break
+            time.sleep(0.05)
+        assert server.started, "the proxy did not start"
+        servers.append((server, thread))
+        return port
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture
 def node_auth():
     """A flwr 1.42 SuperNode's signing of Fleet calls (`NodeAuthHttpInterceptor`): returns `headers()`, fresh signed headers
     for one key pair (its public key file in PEM as `.pem`, and `.raw()`: the same headers as HTTP/1.1 header lines)."""

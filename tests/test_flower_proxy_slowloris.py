@@ -4,42 +4,20 @@ gets 408, a trickled one too (red team 2); above `max_per_client` connections of
 closed (red team 2); requests in flight are bounded, in all and per SuperNode key (red team 2)."""
 import re
 import socket
-import threading
 import time
 
 import httpx
 import pytest
 
-from pfwcp_nb.federation import network
 from pfwcp_nb.federation.network import NODE_AUTH_HEADERS, fleet_proxy_server
 
 HEAD = b"POST /v1/fleet/pull-messages HTTP/1.1\r\nHost: link\r\nflwr-public-key: x\r\n"   # never finished
 
 
 @pytest.fixture
-def proxy(monkeypatch):
-    "Start a proxy (plain HTTP on loopback) in a thread in front of a fake SuperLink; yields (port, start(**limits))."
-    real = httpx.AsyncClient
-    monkeypatch.setattr(network.httpx, "AsyncClient", lambda base_url, **kw: real(
-        base_url=base_url, transport=httpx.MockTransport(lambda r: httpx.Response(200, content=b"ok"))))
-    servers = []
-
-    def start(**limits):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
-        server = fleet_proxy_server("https://127.0.0.1:9", port, **limits)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        for _ in range(200):
-            if server.started: break
-            time.sleep(0.05)
-        assert server.started, "the proxy did not start"
-        servers.append((server, thread))
-        return port
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(10)
+def proxy(start_proxy):
+    "start(**limits) -> port: a proxy (plain HTTP on loopback) in front of a fake SuperLink (`start_proxy`, conftest)."
+    return start_proxy
 
 
 def idle(port, n):

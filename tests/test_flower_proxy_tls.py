@@ -5,8 +5,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -19,31 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def tls_proxy(monkeypatch, tmp_path):
-    "Start a TLS proxy in a thread in front of a fake SuperLink; yields start(**limits) -> (port, an ssl context trusting it)."
-    real = httpx.AsyncClient
-    monkeypatch.setattr(network.httpx, "AsyncClient", lambda base_url, **kw: real(
-        base_url=base_url, transport=httpx.MockTransport(lambda r: httpx.Response(200, content=b"ok"))))
+def tls_proxy(start_proxy, tmp_path):
+    "start(**limits) -> (port, an ssl context trusting it): a TLS proxy in front of a fake SuperLink (`start_proxy`, conftest)."
     make_tls_files(tmp_path, ["localhost", "127.0.0.1"])
-    servers = []
 
     def start(**limits):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
-        server = fleet_proxy_server("https://127.0.0.1:9", port, certfile=str(tmp_path / "server.pem"),
-                                    keyfile=str(tmp_path / "server.key"), **limits)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        for _ in range(200):
-            if server.started: break
-            time.sleep(0.05)
-        assert server.started, "the proxy did not start"
-        servers.append((server, thread))
+        port = start_proxy(certfile=str(tmp_path / "server.pem"), keyfile=str(tmp_path / "server.key"), **limits)
         return port, ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(10)
+    return start
 
 
 def silent(port, n, source="127.0.0.1"):
