@@ -129,6 +129,10 @@ class RatioEvidence:
     @property
     def keep(self) -> np.ndarray: return np.flatnonzero(self.usable)
     @property
+    def balance_shown(self) -> bool:
+        "The usable agents' pooled balance shown by the equivalence test (|SMD| + z se <= cert_margin on every feature)."
+        return bool(self.federate) and _shown_balanced(self.pooled_smd, self.pooled_se, self.rule)
+    @property
     def keep_precise(self) -> np.ndarray:
         "The test agent and the agents whose ratios are usable and precise."
         return np.flatnonzero(self.precise) if self.precise is not None else np.array([0])

@@ -362,13 +362,17 @@ def setup_evidence(setup: TrainedSetup, # a setup from `train_setup` (its ratios
                    rule: EvidenceRule = EvidenceRule(), # when a ratio is usable and precise
                    progress: bool = False,
                   ) -> RatioEvidence:
-    "The label-free evidence of the setup's ratios: a 2-fold cross-fit of the same classifiers on the same covariates."
-    if setup.alone or setup.ratio_model != "paper":
-        raise ValueError("`setup` must be a federation's setup from `train_setup` (not `alone_setup`, not a selected ratio model).")
+    """The label-free evidence of the setup's ratios: a 2-fold cross-fit of the same classifiers on the same covariates
+    (paper ratios), or the setup's own cross-fitted ratios (`with_ratio_model(..., "select", crossfit=F >= 2)`)."""
+    crossfitted = setup.ratio_model == "select" and setup.ratios[1].hparams.get("crossfit", 1) >= 2
+    if setup.alone or not (setup.ratio_model == "paper" or crossfitted):
+        raise ValueError("`setup` must be a federation's setup from `train_setup` (not `alone_setup`), or one from "
+                         "`with_ratio_model(setup, 'select', crossfit=2)` (a selected ratio model must be cross-fitted).")
     Xr = ratio_covariates(fed, training_split(fed, n_train, setup.seed)[0], setup.n_ratio, setup.seed)
     kw = {"standardize": False, **setup.train_kw.get("ratios", {})}           # the setup's own ratio settings
-    r = fit_density_ratios(Xr, method="pairwise", crossfit=2, seed=training_seed(setup.seed, setup.model_seed),
-                           dataset=fed.name, progress=progress, **kw)
+    r = setup.ratios if crossfitted else fit_density_ratios(
+        Xr, method="pairwise", crossfit=2, seed=training_seed(setup.seed, setup.model_seed), dataset=fed.name,
+        progress=progress, **kw)
     pred = setup.predictor.predict_proba if setup.task == "classification" else setup.predictor.predict
     return crossfit_evidence(r, Xr, features=r[1].features.transform, predict=pred, rule=rule)
 

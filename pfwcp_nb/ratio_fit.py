@@ -22,7 +22,7 @@ from .ratio_validation import AgentHoldout, _pooled, _ratio_tasks, federated_tem
 from ._validate import add_param_docs
 
 # %% auto #0
-__all__ = ['WEIGHT_DECAY_GRID', 'HPARAMS', 'fit_density_ratios', 'ratio_data']
+__all__ = ['WEIGHT_DECAY_GRID', 'HPARAMS', 'ratio_batch', 'fit_density_ratios', 'ratio_data']
 
 # %% ../nbs/06d_ratio_fit.ipynb #a1f00007
 WEIGHT_DECAY_GRID: tuple[float, ...] = (1e-4, 1e-2, 3e-2, 1e-1)   # the paper's 1e-4 and stronger L2
@@ -118,6 +118,17 @@ def _crossfit_ratios(fold_fns: list[list[DensityRatio]], Xs: list[np.ndarray], f
         out.append(r)
     return out
 
+# %% ../nbs/06d_ratio_fit.ipynb #82ba4f78
+def ratio_batch(batch_size: int | None, # None: one local step per round on each agent's whole ratio data; an int >= 1: minibatches
+                F_: Sequence[np.ndarray], # the agents' ratio features (only their sizes are read)
+               ) -> int: # the minibatch size the ratio fits use
+    "The ratio fits' minibatch: None -> twice the largest agent's size (one_vs_rest's own client holds its points twice), so every client takes one full-batch step per round."
+    if batch_size is None: return 2 * max(len(F) for F in F_)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size={batch_size!r}: give an integer >= 1, or None (each agent's whole ratio data in one local step)")
+    return int(batch_size)
+
+
 # %% ../nbs/06d_ratio_fit.ipynb #2c02f17e
 HPARAMS: tuple[str, ...] = ("calibrated", "paper")
 
@@ -147,13 +158,13 @@ def fit_density_ratios(
     crossfit: int = 1,            # F >= 2: each agent splits its covariates into F folds, one fit per fold complement, log-ratios averaged; out-of-fold log-ratios kept
     epochs: int = 600,
     local_epochs: int = 1,
-    batch_size: int = 200,
+    batch_size: int | None = None,  # None: every agent's whole ratio data in one local step per round (`ratio_batch`); an int: minibatches
     lr: float = 1e-3,
     weight_decay: float | None = None,  # paper: 1e-4 by default; calibrated: None searches `grid`, a number fixes it
     grid: Sequence[float] = WEIGHT_DECAY_GRID,  # calibrated: candidate weight decays
     folds: int = 3,               # calibrated: folds of the federated cross-validation (each agent splits its own points)
     eps: float = DEFAULT_EPS,     # class probabilities clipped to [eps, 1 - eps]
-    server_optimizer: str = "adam",  # FedAdam (= full-batch Adam on the pooled data when batch_size >= n_k); "avg": FedAvg of local Adam
+    server_optimizer: str = "adam",  # FedAdam (with the full batch: full-batch Adam on the pooled data); "avg": FedAvg of local Adam
     device: str = "cpu",          # torch device of the training ('cpu', 'cuda'); the networks come back on the CPU
     progress: bool = True,
     **fed_kw,                     # more `fedavg_many` options (client_lr, num_threads, record_every, ...)
@@ -171,7 +182,7 @@ def fit_density_ratios(
     feat, F_ = _ratio_inputs(Xs, arch, hparams, pca, image_stats, standardize)
     d_raw, d = Xs[0].shape[1], F_[0].shape[1]
     make = lambda: make_mlp(d, (hidden,), 1 if method != "multiclass" else K, "relu")
-    kw = dict(epochs=epochs, local_epochs=local_epochs, batch_size=batch_size, lr=lr, server_optimizer=server_optimizer,
+    kw = dict(epochs=epochs, local_epochs=local_epochs, batch_size=ratio_batch(batch_size, F_), lr=lr, server_optimizer=server_optimizer,
               progress=progress, device=device, desc=f"federated density ratios ({method})", **fed_kw)
     t0 = time.perf_counter()
     weight_decay, T, table = _choose_hparams(hparams, F_, method, make, weight_decay, grid, folds, seed, **kw)

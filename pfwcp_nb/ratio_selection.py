@@ -21,6 +21,7 @@ from .density_ratio import (DEFAULT_EPS, IMAGE_ARCHS, RATIO_ARCHS, DensityRatio,
 from .ratio_diagnostics import ratio_diagnostics, ratio_warnings
 from .ratio_features import fit_ratio_features, standardize_features
 from .ratio_validation import AgentHoldout, _pooled, _ratio_tasks, select_by_validation
+from .ratio_fit import ratio_batch, _agent_folds, _check_crossfit, _crossfit_ratios
 from ._validate import add_param_docs
 
 # %% auto #0
@@ -84,6 +85,21 @@ def _candidate_reports(F_of: dict, cands: Sequence[RatioCandidate], folds: int, 
                     held[c][a].add(z, yh)
     return held
 
+# %% ../nbs/06f_ratio_selection.ipynb #9cc9c860
+def _refit_chosen(F_of: dict, cand: RatioCandidate, feat, Xs: list[np.ndarray], crossfit: int, L: float, eps: float, seed: int,
+                  **kw) -> tuple[list, list[DensityRatio]]:
+    "The chosen candidate trained on all points (crossfit = 1) or once per fold complement, cross-fitted as in `fit_density_ratios`."
+    K, d_raw = len(Xs), Xs[0].shape[1]
+    if crossfit == 1:
+        nets = _fit_candidates(F_of, [cand], lambda Fs: Fs, seed, **kw)[0]
+        return nets, _ratio_functions("pairwise", nets, feat, K, d_raw, L, eps, 1.0)
+    fold_of = _agent_folds([len(X) for X in Xs], crossfit, seed)
+    fits = [_fit_candidates(F_of, [cand], lambda Fs: [F[fo != f] for F, fo in zip(Fs, fold_of)], seed, **kw)[0]
+            for f in range(crossfit)]
+    fold_fns = [_ratio_functions("pairwise", nets, feat, K, d_raw, L, eps, 1.0) for nets in fits]
+    return fits, _crossfit_ratios(fold_fns, Xs, fold_of)
+
+
 # %% ../nbs/06f_ratio_selection.ipynb #cf4f31a0
 # long cell: the selection in one pass: checks, candidate features, federated cross-fitting, the refit, diagnostics
 def fit_selected_ratios(
@@ -93,7 +109,8 @@ def fit_selected_ratios(
     dataset: str | None = None,   # dataset name: the paper's `hidden`/`pca` and whether images (see `ratio_candidates`)
     candidates: Sequence[RatioCandidate] | None = None,  # default `ratio_candidates(dataset)`
     folds: int = 3,               # folds of the federated cross-fitting (each agent splits its own points)
-    batch_size: int = 200,
+    crossfit: int = 1,            # F >= 2: the chosen candidate refitted per fold complement, log-ratios averaged, out-of-fold kept (`ratio_evidence.crossfit_evidence`)
+    batch_size: int | None = None,  # None: one full-batch local step per round (`ratio_fit.ratio_batch`: no client drift); an int: minibatches
     eps: float = DEFAULT_EPS,
     server_optimizer: str = "adam",
     device: str = "cpu",
@@ -114,10 +131,11 @@ def fit_selected_ratios(
     if bad: raise ValueError(f"candidates {bad}: features must be one of {RATIO_FEATURES}; 'stats' only for images")
     if not 2 <= int(folds) <= min(len(X) for X in Xs):
         raise ValueError(f"folds={folds}: must be an integer between 2 and the smallest agent's training size")
+    crossfit = _check_crossfit(crossfit, [len(X) for X in Xs])
     t0 = time.perf_counter()
     feats = _candidate_features(Xs, arch)
     F_of = {k: [f.transform(X) for X in Xs] for k, f in feats.items()}
-    kw = dict(local_epochs=1, batch_size=batch_size, server_optimizer=server_optimizer, progress=progress, device=device,
+    kw = dict(local_epochs=1, batch_size=ratio_batch(batch_size, Xs), server_optimizer=server_optimizer, progress=progress, device=device,
               desc="federated density ratios (selection)", **fed_kw)
     held = _candidate_reports(F_of, cands, int(folds), seed, **kw)
     reports = [[h.report() for h in hs] for hs in held]          # all the server receives: (loss sum, count) per agent
@@ -126,14 +144,13 @@ def fit_selected_ratios(
                                epochs=c.epochs, lr=c.lr, val_loss=_pooled(r)) for c, r in zip(cands, reports)])
     table["chosen"] = np.arange(len(cands)) == best
     cand = cands[best]
-    nets = _fit_candidates(F_of, [cand], lambda Fs: Fs, seed, **kw)[0]
-    out = _ratio_functions("pairwise", nets, feats[cand.features], K, Xs[0].shape[1], L, eps, 1.0)
+    nets, out = _refit_chosen(F_of, cand, feats[cand.features], Xs, crossfit, L, eps, seed, **kw)
     secs, diag = time.perf_counter() - t0, ratio_diagnostics(out, Xs)
     for r in out:
         r.seconds, r.nets, r.features, r.candidate, r.selection = secs, nets, feats[cand.features], cand, table
         r.diagnostics = diag
         r.hparams = dict(hparams="select", candidate=cand.name, weight_decay=float(cand.weight_decay), temperature=1.0,
-                         cv=table)
+                         cv=table, crossfit=crossfit)
     ratio_warnings(diag, standardized=cand.features != "paper", stacklevel=2)
     return out
 

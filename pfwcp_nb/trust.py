@@ -216,20 +216,25 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
             if evidence.certified else tuple(int(k) for k in evidence.keep) if evidence.federate else (0,))
     n_eff = np.array([s.n_eff for s in summaries], dtype=float)
     n1, others = int(summaries[0].n), n_eff[1:]
+    scarce = (evidence is not None and not evidence.certified and evidence.balance_shown
+              and not cp_is_finite(n1, alpha, delta))        # the whole line otherwise: shown balance suffices (no precision)
     common = dict(guarantee="mc" if delta is None else "ccc", n1=n1, K=len(summaries),
                   n_eff_others=(float(others.min()), float(np.median(others)), float(others.max())),
                   test_agent_weight=float(n_eff[0] / n_eff.sum()), cp_finite=cp_is_finite(n1, alpha, delta),
                   agents=() if evidence is None else keep)
     said = ("" if evidence is None else f"; the ratios' evidence keeps agents {list(keep)}" if len(keep) > 1
             else "; the ratios' evidence keeps no other agent")
-    if (not common["cp_finite"] or delta is not None) and len(keep) > 1 and evidence is not None and evidence.certified:
+    if (not common["cp_finite"] or delta is not None) and len(keep) > 1 and evidence is not None and (evidence.certified or scarce):
         return Regime(method="osPFWCP", options={}, **common,
                       reason=("local CP returns the whole line at n_1={n1} for this guarantee" if not common["cp_finite"]
                               else "calibration-conditional coverage").format(n1=n1)
-                             + ", and the ratios' evidence certifies the federation (balanced, precise; read from the "
-                             "ratio covariates, not the calibration scores, so the choice costs no delta): osPFWCP on the "
-                             "precise agents, finite wherever its tau search certifies the level, was valid and narrower "
-                             "than local CP with ratios fitted on 200 or more covariates per agent" + said)
+                             + (", and the ratios' evidence certifies the federation (balanced, precise; " if not scarce
+                                else ", and the ratios' evidence shows the usable agents balanced (not all precise; ")
+                             + "read from the ratio covariates, not the calibration scores, so the choice costs no delta): "
+                             + ("osPFWCP on the precise agents, finite wherever its tau search certifies the level, was "
+                                "valid and narrower than local CP with ratios fitted on 200 or more covariates per agent"
+                                if not scarce else "osPFWCP on the usable agents was valid and finite where local CP is "
+                                "the whole line, with ratios fitted on 200 or more covariates per agent") + said)
     if not common["cp_finite"] and len(keep) > 1:
         return Regime(method="PFWCP", options=dict(select="finite-first", gamma="auto"), **common,
                       reason=f"local CP returns the whole line at n_1={n1} for this guarantee; PFWCP with finite-first "

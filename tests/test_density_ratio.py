@@ -34,7 +34,7 @@ def gaussian_federation(seed, K=K):
 
 @pytest.fixture(scope="module")
 def fitted():
-    "The three estimators at the paper's setting (600 epochs, batch 200, 10 hidden units) on one draw."
+    "The three estimators at the paper's setting (600 epochs, full batch: one local step a round, 10 hidden units) on one draw."
     M, train, cal = gaussian_federation(7)
     return M, train, cal, {m: fit_density_ratios(train, m, seed=1, hparams="paper", progress=False) for m in RATIO_METHODS}
 

@@ -253,8 +253,9 @@ def test_evidence_bad_input():
         OnAgents(LocalCP(), [1, 2], 6)
 
 
-def test_scarce_test_agent_with_certified_ratios_gets_ospfwcp():
-    "Local CP is the whole line (CCC, n_1 = 10): certified ratios -> osPFWCP on the precise agents; unmeasured noise -> PFWCP."
+def test_scarce_test_agent_gets_ospfwcp_when_balance_is_shown():
+    """Local CP is the whole line (CCC, n_1 = 10): certified ratios -> osPFWCP on the precise agents; balance shown but the
+    ratios noisy or their noise unmeasured -> osPFWCP on the usable agents; balance not shown -> PFWCP (finite-first, band)."""
     from pfwcp_nb.oneshot import OneShotPFWCP
     agents, s0, W, Wt, xt = federation(8)
     small = [AgentCalibration(s0[:10])] + agents[1:]
@@ -265,8 +266,16 @@ def test_scarce_test_agent_with_certified_ratios_gets_ospfwcp():
     inner = model.model if isinstance(model, OnAgents) else model
     assert regime.method == "osPFWCP" and isinstance(inner, OneShotPFWCP)
     assert np.isfinite(model.threshold(Wt)).mean() > 0.9
-    model, regime = calibrate_recommended(small, 0.1, 0.1, own_scores=s0[:10], own_weights=W[:10],
-                                          evidence=held_out_evidence(8, noise=None))
+    for noise in (None, 1.0):
+        ev = held_out_evidence(8, noise=noise)
+        assert not ev.certified and ev.balance_shown
+        _, regime = calibrate_recommended(small, 0.1, 0.1, own_scores=s0[:10], own_weights=W[:10], evidence=ev)
+        assert regime.method == "osPFWCP" and regime.agents == tuple(ev.keep.tolist()), regime
+        _, regime = calibrate_recommended(agents, 0.1, 0.1, own_scores=s0, own_weights=W, evidence=ev)
+        assert regime.method == "CP-or-pooled"            # local CP finite (n_1 = 100): precision still needed
+    few = [held_out_evidence(s, n=8, noise=1.0) for s in range(8, 30)]
+    ev = next(e for e in few if e.federate and not e.balance_shown)     # usable, balance not shown on 8 points
+    _, regime = calibrate_recommended(small, 0.1, 0.1, own_scores=s0[:10], own_weights=W[:10], evidence=ev)
     assert regime.method == "PFWCP"
 
 

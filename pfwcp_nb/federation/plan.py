@@ -14,7 +14,8 @@ from ..models import DEFAULT_TRAIN_KW
 from ..privacy import DPConfig
 
 # %% auto #0
-__all__ = ['MAX_CLASSES', 'ADAM_MOVE', 'TaskPlan', 'plan_tasks', 'round_move', 'initial_networks']
+__all__ = ['FULL_BATCH', 'MAX_CLASSES', 'ADAM_MOVE', 'TaskPlan', 'ratio_plan_batch', 'plan_tasks', 'round_move',
+           'initial_networks']
 
 # %% ../../nbs/10a_federation_plan.ipynb #2d6b3511
 @dataclass
@@ -94,7 +95,7 @@ def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
                 standardize_y=True, n_classes=None, server_optimizer="avg", client_lr=1.0, dp=None)
     rs = ratio_settings(dataset)
     rat = dict(hparams="paper", hidden=rs["hidden"], pca=rs["pca"], epochs=600,
-               local_epochs=1, batch_size=200, lr=1e-3, weight_decay=1e-4, server_optimizer="adam", client_lr=1.0,
+               local_epochs=1, batch_size=None, lr=1e-3, weight_decay=1e-4, server_optimizer="adam", client_lr=1.0,
                eps=DEFAULT_EPS, standardize=False, dp=None)
     for name, d in (("predictor", pred), ("ratios", rat)):
         over = dict(kw.get(name, {}))
@@ -121,6 +122,14 @@ def _settings(dataset: str, train_kw: dict | None) -> tuple[dict, dict]:
             raise ValueError(f"train_kw[{name!r}]['dp']={d['dp']!r:.80}: give a privacy.DPConfig, its to_dict(), or None (not private).")
     return pred, rat
 
+# %% ../../nbs/10a_federation_plan.ipynb #edc7fd3d
+FULL_BATCH = 10**6         # a plan's batch size for "each agent's whole data in one local step" (the largest a plan may carry)
+
+def ratio_plan_batch(batch_size) -> int:
+    "The ratio task's minibatch in a plan: None (the default, as in process: no client drift, notebook 06d_ratio_fit) -> FULL_BATCH."
+    return FULL_BATCH if batch_size is None else int(batch_size)
+
+
 # %% ../../nbs/10a_federation_plan.ipynb #53be45bb
 def plan_tasks(pred: dict, rat: dict, K: int, d_pred: int, d_ratio: int, n_classes: int | None) -> list:
     "The predictor's and the K-1 pairwise ratio classifiers' training tasks (FedAvg / FedAdam as in process)."
@@ -130,7 +139,7 @@ def plan_tasks(pred: dict, rat: dict, K: int, d_pred: int, d_ratio: int, n_class
                   int(pred["batch_size"]), float(pred["lr"]), float(pred["weight_decay"]), pred["server_optimizer"],
                   float(pred["client_lr"]), [list(range(K))], [None], None if pred["dp"] is None else pred["dp"].to_dict())
     tr = TaskPlan("ratios", d_ratio, (int(rat["hidden"]),), 1, "relu", "bce",
-                  fedavg_rounds(rat["epochs"], rat["local_epochs"]), int(rat["local_epochs"]), int(rat["batch_size"]),
+                  fedavg_rounds(rat["epochs"], rat["local_epochs"]), int(rat["local_epochs"]), ratio_plan_batch(rat["batch_size"]),
                   float(rat["lr"]), float(rat["weight_decay"]), rat["server_optimizer"], float(rat["client_lr"]),
                   [[0, k] for k in range(1, K)], [[1, 0] for _ in range(1, K)], None if rat["dp"] is None else rat["dp"].to_dict())
     return [tp, tr]

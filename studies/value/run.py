@@ -25,7 +25,7 @@ import torch
 from scipy import stats
 
 from pfwcp_nb.data import make_federation, DATASETS, DATASET_SPECS, NATURAL, SIMULATED_DATASETS
-from pfwcp_nb.pipeline import alone_setup, train_setup, sample_draw, setup_evidence
+from pfwcp_nb.pipeline import alone_setup, train_setup, sample_draw, setup_evidence, with_ratio_model
 from pfwcp_nb.metrics import evaluate_thresholds
 from pfwcp_nb.procedure import ccc_alpha
 from pfwcp_nb.methods import PAPER
@@ -65,7 +65,7 @@ def methods():
     }
 
 
-RATIO_HPARAMS = ("paper", "calibrated")
+RATIO_HPARAMS = ("paper", "calibrated", "select")   # select: the classifier chosen by federated held-out log-loss, cross-fitted
 
 
 def has_oracle(dataset):
@@ -94,6 +94,10 @@ def setup_for(dataset, level, cache, n_ratio=None, hparams="paper"):
     n_ratio = None if n_ratio in (None, PAPER.n_train) else int(n_ratio)
     if n_ratio is None and hparams == "paper":
         return paper
+    if hparams == "select":           # the paper's setup at this n_ratio, its ratios chosen and cross-fitted (2 folds)
+        base = setup_for(dataset, level, cache, n_ratio, "paper")
+        tag = ("" if n_ratio is None else f"_nratio{n_ratio}") + "_select"
+        return _load_or_train(_cache_file(cache, dataset, level, tag), lambda: with_ratio_model(base, "select", crossfit=2))
     tag = ("" if n_ratio is None else f"_nratio{n_ratio}") + ("" if hparams == "paper" else f"_{hparams}")
     tkw = {"ratios": {"hparams": hparams}, "fwcp": {"hparams": hparams}}
     return _load_or_train(_cache_file(cache, dataset, level, tag),
@@ -376,7 +380,8 @@ def main(argv=None):
     ap.add_argument("--n-ratio", nargs="+", type=int, default=[PAPER.n_train],
                     help=f"covariates per agent of the ratio fits ({PAPER.n_train} = the paper's training covariates)")
     ap.add_argument("--ratio-hparams", nargs="+", choices=RATIO_HPARAMS, default=["paper"],
-                    help="the ratio classifiers' hyperparameters (`ratio_fit.fit_density_ratios(hparams=...)`)")
+                    help="the ratio classifiers' hyperparameters (`ratio_fit.fit_density_ratios(hparams=...)`); select: "
+                         "the classifier chosen by federated held-out log-loss (`pipeline.with_ratio_model`), cross-fitted")
     ap.add_argument("--methods", nargs="+", default=None,
                     help="run only these (all their weights and guarantees), on the same draws (default: every method)")
     ap.add_argument("--cache", default=os.environ.get("PFWCP_VALUE_CACHE", ".pfwcp_cache/value"))
