@@ -78,3 +78,16 @@ def test_pools_table_is_the_stored_csv():
     r = subprocess.run([sys.executable, str(STUDY / "pools.py"), "--table", str(RESULTS / "pools.csv")],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0 and r.stdout.strip() in (STUDY / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_selected_ratio_model_smallest_run(tmp_path):
+    "`--ratio-hparams select`: the classifier chosen by federated held-out log-loss, cross-fitted, its evidence read by the preset."
+    r = run("--datasets", "gaussian", "--n1", "20", "--n-sims", "2", "--n-test", "50", "--n-ratio", "100",
+            "--ratio-hparams", "select", "--methods", "CP", "Recommended", "--cache", tmp_path / "cache",
+            "--out", tmp_path / "d.csv")
+    assert r.returncode == 0, r.stderr[-2000:]
+    d = pd.read_csv(tmp_path / "d.csv")
+    assert set(d.ratio_hparams) == {"select"} and set(d.method) >= {"CP", "Recommended"} and (d.n_ratio == 100).all()
+    assert sorted(p.name for p in (tmp_path / "cache").glob("*select*")) == [
+        "gaussian_severe_0_nratio100_select.pt", "gaussian_severe_0_nratio100_select_evidence.pt"]

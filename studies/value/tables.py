@@ -49,10 +49,16 @@ def n_ratio_targets(s):
     return "\n".join(out)
 
 
-def n_ratio_table(s, n1=100):
-    "Severe, n_1 = `n1`, paper hyperparameters: per dataset, n_ratio and guarantee, each method's coverage and width ratio."
-    h = s[(s.heterogeneity == "severe") & (s.n1 == n1) & (s.ratio_hparams == "paper")]
+def n_ratio_table(s, n1=100, hparams="paper"):
+    "Severe, n_1 = `n1`, the ratio classifiers `hparams`: per dataset, n_ratio and guarantee, each method's coverage and width ratio."
+    h = s[(s.heterogeneity == "severe") & (s.n1 == n1) & (s.ratio_hparams == hparams)]
     return _wide(h, ["dataset", "n_ratio", "guarantee"])
+
+
+def n_ratio_select_table(s):
+    "The selected ratio classifiers (`--ratio-hparams select`, cross-fitted): per dataset, n_1, n_ratio and guarantee."
+    h = s[(s.heterogeneity == "severe") & (s.ratio_hparams == "select")]
+    return _wide(h, ["dataset", "n1", "n_ratio", "guarantee"])
 
 
 def n_ratio_scarce_table(s):
@@ -137,5 +143,6 @@ def end_to_end_table(e):
     return "\n".join(out)
 
 
-TABLES = {"n-ratio": n_ratio_table, "n-ratio-scarce": n_ratio_scarce_table, "n-ratio-targets": n_ratio_targets, "natural": natural_table,
+TABLES = {"n-ratio": n_ratio_table, "n-ratio-scarce": n_ratio_scarce_table, "n-ratio-targets": n_ratio_targets,
+          "n-ratio-select": n_ratio_select_table, "natural": natural_table,
           "natural-targets": natural_targets, "end-to-end": end_to_end_table}
