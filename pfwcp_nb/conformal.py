@@ -15,8 +15,9 @@ from .value import LocalCP, calibrate_recommended
 from .mondrian import ClassConditional
 from .models import _check_agents_X, train_predictor
 from .score_models import train_scale_model, train_quantile_model
-from .density_ratio import DEFAULT_EPS, _logit_bound
-from .ratio_fit import fit_density_ratios
+from .density_ratio import DEFAULT_EPS, RATIO_MODELS, _logit_bound
+from .ratio_fit import fit_density_ratios, ratio_data
+from .ratio_selection import fit_selected_ratios
 from .ratio_evidence import crossfit_evidence
 from ._validate import check_unit_open, add_param_docs
 
@@ -126,6 +127,7 @@ class _FrontDoor:
                  seed: int = 0, # the split, the models' training, randomized scores
                  method_kw: dict | None = None, # options of PFWCP / OneShotPFWCP
                  train_kw: dict | None = None, # {"predictor": {...}, "ratios": {...}, "scale": {...}, "quantiles": {...}}
+                 ratio_model: str = "paper", # the fitted ratios: "paper" (`fit_density_ratios`) or "select" (`fit_selected_ratios`: chosen by held-out log-loss)
                  progress: bool = False):
         self.score = as_score(score, self.task or None)
         if method not in FRONT_DOOR_METHODS:
@@ -135,23 +137,42 @@ class _FrontDoor:
         bad = sorted(set(train_kw or {}) - {"predictor", "ratios", "scale", "quantiles"})
         if bad:
             raise ValueError(f"`train_kw` keys must be among 'predictor', 'ratios', 'scale', 'quantiles', got {bad}.")
+        if ratio_model not in RATIO_MODELS:
+            raise ValueError(f"`ratio_model` must be one of {RATIO_MODELS}, got {ratio_model!r}.")
         need = Regressor if self.task == "regression" else ProbabilisticClassifier
         if model is not None and self.task and not isinstance(model, need):
             raise ValueError(f"`model` must be a fitted {self.task} model with `{'predict' if need is Regressor else 'predict_proba'}` "
                              f"(or None: trained by FedAvg), got {type(model).__name__}.")
         self.model, self.method, self.method_kw, self.train_kw = model, method, dict(method_kw or {}), dict(train_kw or {})
+        self.ratio_model = ratio_model
         self.estimator_, self._estimators, self.evidence_ = None, None, None
 
     def __repr__(self):
         return (f"{type(self).__name__}(score={self.score!r}, method={self.method!r}, alpha={self.alpha}, "
                 f"delta={self.delta})" + ("" if self.estimator_ is None else f" fitted on K={self.K_} agents"))
 
+# %% ../nbs/06h_conformal.ipynb #2f2c1ce5
+@patch
+def _fit_ratios(self: _FrontDoor, Xr):
+    "The K density ratios on the agents' ratio covariates `Xr`; the preset cross-fits them and keeps their evidence."
+    kw = {"progress": self.progress, "seed": self.seed, "crossfit": 2 if self.method == "preset" else 1,
+          **self.train_kw.get("ratios", {})}
+    ratios = (fit_selected_ratios if self.ratio_model == "select" else fit_density_ratios)(Xr, **kw)
+    self.log_clip_ = _logit_bound(kw.get("eps", DEFAULT_EPS))      # a weight at exp(+-this) is a saturated classifier
+    if kw["crossfit"] >= 2:      # the preset reads the ratios' evidence: out-of-fold balance, fold noise
+        self.evidence_ = crossfit_evidence(ratios, Xr, features=ratios[1].features.transform, predict=self.prediction)
+    return ratios
+
+
 # %% ../nbs/06h_conformal.ipynb #345a5aef
 @patch
-def _fit_common(self: _FrontDoor, agents, ratios):
+def _fit_common(self: _FrontDoor, agents, ratios, unlabeled=None):
     "Split, models, ratios, the agents' calibrations, the estimator at `alpha`."
     Xs, ys = check_agents_data(agents, self.task)
     self.K_, self.d_ = len(Xs), Xs[0].shape[1]
+    if unlabeled is not None and (ratios is not None or self.K_ == 1):
+        raise ValueError("`unlabeled` feeds only the density ratios the front door fits: with your own `ratios` (or one "
+                         "agent) there are none to fit; drop `unlabeled`.")
     need = self._needs_training() or (ratios is None and self.K_ > 1)
     if need:
         (tX, ty), (cX, cy) = split_agents(Xs, ys, self.train_size, self.seed)
@@ -160,12 +181,7 @@ def _fit_common(self: _FrontDoor, agents, ratios):
     self._fit_models(tX, ty) if self._needs_training() else None
     self.log_clip_, self.evidence_ = None, None
     if ratios is None and self.K_ > 1:
-        kw = {"progress": self.progress, "seed": self.seed, "crossfit": 2 if self.method == "preset" else 1,
-              **self.train_kw.get("ratios", {})}
-        ratios = fit_density_ratios(tX, **kw)
-        self.log_clip_ = _logit_bound(kw.get("eps", DEFAULT_EPS))      # a weight at exp(+-this) is a saturated classifier
-        if kw["crossfit"] >= 2:      # the preset reads the ratios' evidence: out-of-fold balance, fold noise
-            self.evidence_ = crossfit_evidence(ratios, tX, features=ratios[1].features.transform, predict=self.prediction)
+        ratios = self._fit_ratios(ratio_data(tX, pool_X=unlabeled))   # the training split and each agent's unlabelled pool
     self.weights_ = weight_function(ratios, self.K_)
     self.cal_X_, self.cal_y_ = cX, cy
     self._calibrate_agents()
@@ -260,9 +276,10 @@ def prediction(self: FederatedConformalRegressor, X):
 @patch
 def fit(self: FederatedConformalRegressor, agents, # list of (X_k, y_k) per agent, agent 0 = the test agent
         ratios=None, # None: fitted federatedly (K > 1); a function X -> (m, K) or K functions X -> (m,)
+        unlabeled=None, # per agent: unlabelled covariates (n'_k, d) or None; they feed only the fitted density ratios
        ) -> FederatedConformalRegressor:
     "Split, fit what is missing (ratios, predictor, the score's models), score and calibrate."
-    return self._fit_common(agents, ratios)
+    return self._fit_common(agents, ratios, unlabeled)
 
 # %% ../nbs/06h_conformal.ipynb #3efe608b
 @patch
@@ -307,9 +324,10 @@ def prediction(self: FederatedConformalClassifier, X):
 @patch
 def fit(self: FederatedConformalClassifier, agents, # list of (X_k, y_k) per agent, labels 0..C-1, agent 0 = the test agent
         ratios=None, # None: fitted federatedly (K > 1); a function X -> (m, K) or K functions X -> (m,)
+        unlabeled=None, # per agent: unlabelled covariates (n'_k, d) or None; they feed only the fitted density ratios
        ) -> FederatedConformalClassifier:
     "Split, fit what is missing (ratios, classifier), score and calibrate (per class when `class_conditional`)."
-    return self._fit_common(agents, ratios)
+    return self._fit_common(agents, ratios, unlabeled)
 
 # %% ../nbs/06h_conformal.ipynb #0f94d0db
 @patch
