@@ -216,11 +216,12 @@ def recommend(summaries, # AgentSummary of every agent (agent 0 = test agent), a
             if evidence.certified else tuple(int(k) for k in evidence.keep) if evidence.federate else (0,))
     n_eff = np.array([s.n_eff for s in summaries], dtype=float)
     n1, others = int(summaries[0].n), n_eff[1:]
+    cp_finite = cp_is_finite(n1, alpha, delta)
     scarce = (evidence is not None and not evidence.certified and evidence.balance_shown
-              and not cp_is_finite(n1, alpha, delta))        # the whole line otherwise: shown balance suffices (no precision)
+              and not cp_finite)                         # the whole line otherwise: shown balance suffices (no precision)
     common = dict(guarantee="mc" if delta is None else "ccc", n1=n1, K=len(summaries),
                   n_eff_others=(float(others.min()), float(np.median(others)), float(others.max())),
-                  test_agent_weight=float(n_eff[0] / n_eff.sum()), cp_finite=cp_is_finite(n1, alpha, delta),
+                  test_agent_weight=float(n_eff[0] / n_eff.sum()), cp_finite=cp_finite,
                   agents=() if evidence is None else keep)
     said = ("" if evidence is None else f"; the ratios' evidence keeps agents {list(keep)}" if len(keep) > 1
             else "; the ratios' evidence keeps no other agent")

@@ -120,13 +120,17 @@ def score_range_value(value, # run_config['score-range']: "low high", or "unboun
     return lo, hi
 
 # %% ../../nbs/10g_federation_deploy.ipynb #f7601b97
+def _config_number(value) -> float:
+    "A run-config value as a float; NaN for a bool or anything that is not a number (the callers name the key)."
+    try:
+        return math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
 def agg_cap_value(value, # run_config['agg-cap']: a number >= 0
                  ) -> float | None: # the cap, or None (0: off)
     "The robust aggregation's cap from the run config: a finite number > 0, or 0 to turn it off; ValueError naming the key."
-    try:
-        cap = math.nan if isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        cap = math.nan
+    cap = _config_number(value)
     if not (math.isfinite(cap) and cap >= 0):
         raise ValueError(f"run_config `agg-cap` must be a finite number >= 0 (0: off; default {AGG_CAP:g}, "
                          f"studies/robust_cap), got {value!r}.")
@@ -135,10 +139,7 @@ def agg_cap_value(value, # run_config['agg-cap']: a number >= 0
 def answer_bound_value(value, # run_config['answer-bound']: 0 or a number >= 1
                       ) -> float | None: # the bound, or None (0: off)
     "PFWCP's robust reading from the run config: a finite number >= 1, or 0 to turn it off; ValueError naming the key."
-    try:
-        b = math.nan if isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        b = math.nan
+    b = _config_number(value)
     if not (math.isfinite(b) and (b == 0 or b >= 1)):
         raise ValueError(f"run_config `answer-bound` must be 0 (off) or a finite number >= 1 (default {ANSWER_BOUND:g}, "
                          f"server.bounded_answers), got {value!r}.")
